@@ -1,0 +1,3 @@
+from hpactl.cli import main
+
+raise SystemExit(main())
