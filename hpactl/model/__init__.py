@@ -1,0 +1,1 @@
+"""Pure data model: quantities, selectors, times, conversions, HPA views."""
