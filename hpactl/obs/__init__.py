@@ -1,0 +1,1 @@
+"""Observability: structured logs, OpenTelemetry traces, Prometheus metrics, health endpoints."""
