@@ -1,0 +1,216 @@
+"""A Pod, projected to what the HPA decision needs.
+
+The pod informer calls :func:`pod_view_from_raw` for every pod event, so the
+projection is kept cheap: no model classes, quantity strings parsed once per distinct
+text (they repeat across pods of one workload), timestamps through the C-level
+``datetime.fromisoformat``.
+
+Requests are milli-units (Go ``Quantity.MilliValue()``), per resource name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+__all__ = [
+    "ContainerView",
+    "PodView",
+    "is_pod_ready_running",
+    "pod_view_from_raw",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerView:
+    """A container (or a sidecar init container) and its resource requests in milli-units."""
+
+    name: str
+    requests: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """The fields of a Pod that ``replica_calculator.go`` and ``groupPods`` read.
+
+    * ``ready``: status of the *first* ``Ready`` condition: True for "True", False for
+      "False" or "Unknown" (then ``ready_unknown`` is True), None when absent.
+      Upstream's ``groupPods`` tests ``status == False`` while ``IsPodReady`` tests
+      ``status == True``, so "Unknown" has to stay distinguishable.
+    * ``ready_transition``: that condition's ``lastTransitionTime`` (None if absent or
+      unset; Go would then use the zero time, which is before any real time).
+    * ``sidecars``: init containers with ``restartPolicy: Always``, in spec order.
+    * ``pod_requests``: None unless pod-level requests are set (Go
+      ``resourcehelpers.IsPodLevelRequestsSet``); then the result of Go
+      ``resourcehelpers.PodRequests(pod, {})``: container aggregate (sidecar formula),
+      overridden by the pod-level values of supported resources, plus pod overhead.
+    """
+
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    phase: str
+    deleting: bool
+    ready: bool | None
+    ready_transition: datetime | None
+    start_time: datetime | None
+    containers: tuple[ContainerView, ...]
+    sidecars: tuple[ContainerView, ...]
+    pod_requests: Mapping[str, int] | None
+    ready_unknown: bool = False
+
+
+def is_pod_ready_running(pod: PodView) -> bool:
+    """Phase Running and Ready=True (``getReadyPodsCount``: ``PodRunning && IsPodReady``)."""
+    return pod.phase == "Running" and pod.ready is True
+
+
+# --- projection -------------------------------------------------------------------
+
+
+@lru_cache(maxsize=8192)
+def _milli(value: str | int | float) -> int | None:
+    """Go ``Quantity.MilliValue()`` of one request value; None if it does not parse."""
+    # Imported here so that this module loads even before quantity.py exists.
+    from hpactl.model.quantity import parse_quantity
+
+    try:
+        return parse_quantity(value).milli_value()
+    except (ValueError, TypeError):
+        # The API server never stores an invalid quantity; treat one as absent so a
+        # single odd object cannot break the informer (it then reads as "missing request").
+        return None
+
+
+def _requests_of(raw_requests: Any) -> dict[str, int]:
+    if not raw_requests:
+        return {}
+    out: dict[str, int] = {}
+    for res, val in raw_requests.items():
+        if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+            continue
+        milli = _milli(val)
+        if milli is not None:
+            out[res] = milli
+    return out
+
+
+def _container_view(raw: Mapping[str, Any]) -> ContainerView:
+    resources = raw.get("resources") or {}
+    return ContainerView(
+        name=str(raw.get("name", "")), requests=_requests_of(resources.get("requests"))
+    )
+
+
+def _parse_time(text: Any) -> datetime | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def _is_supported_pod_level_resource(name: str) -> bool:
+    """Go ``resourcehelpers.IsSupportedPodLevelResource``."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def _add(into: dict[str, int], add: Mapping[str, int]) -> None:
+    for res, val in add.items():
+        into[res] = into.get(res, 0) + val
+
+
+def _max_into(into: dict[str, int], other: Mapping[str, int]) -> None:
+    for res, val in other.items():
+        if res not in into or val > into[res]:
+            into[res] = val
+
+
+def _aggregate_container_requests(
+    containers: Iterable[ContainerView], init_containers: Iterable[tuple[ContainerView, bool]]
+) -> dict[str, int]:
+    """Go ``resourcehelpers.AggregateContainerRequests`` (KEP-753 sidecar formula)."""
+    reqs: dict[str, int] = {}
+    for c in containers:
+        _add(reqs, c.requests)
+    restartable: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for c, is_sidecar in init_containers:
+        if is_sidecar:
+            _add(reqs, c.requests)
+            _add(restartable, c.requests)
+            current = dict(restartable)
+        else:
+            current = dict(c.requests)
+            _add(current, restartable)
+        _max_into(init_max, current)
+    _max_into(reqs, init_max)
+    return reqs
+
+
+def _pod_level_requests(
+    spec: Mapping[str, Any],
+    containers: tuple[ContainerView, ...],
+    init_containers: list[tuple[ContainerView, bool]],
+) -> dict[str, int] | None:
+    pod_resources = spec.get("resources") or {}
+    raw_pod_requests = pod_resources.get("requests") or {}
+    if not any(_is_supported_pod_level_resource(r) for r in raw_pod_requests):
+        return None
+    reqs = _aggregate_container_requests(containers, init_containers)
+    for res, milli in _requests_of(raw_pod_requests).items():
+        if _is_supported_pod_level_resource(res):
+            reqs[res] = milli
+    overhead = spec.get("overhead")
+    if overhead:
+        _add(reqs, _requests_of(overhead))
+    return reqs
+
+
+def pod_view_from_raw(raw: Mapping[str, Any]) -> PodView:
+    """Project a raw Pod JSON object (as decoded from the API) into a :class:`PodView`."""
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+
+    containers = tuple(_container_view(c) for c in spec.get("containers") or ())
+    init_containers = [
+        (_container_view(c), c.get("restartPolicy") == "Always")
+        for c in spec.get("initContainers") or ()
+    ]
+    sidecars = tuple(c for c, is_sidecar in init_containers if is_sidecar)
+
+    ready: bool | None = None
+    ready_unknown = False
+    ready_transition: datetime | None = None
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "Ready":
+            cond_status = cond.get("status")
+            ready = cond_status == "True"
+            ready_unknown = cond_status not in ("True", "False")
+            ready_transition = _parse_time(cond.get("lastTransitionTime"))
+            break
+
+    pod_requests = _pod_level_requests(spec, containers, init_containers) if spec else None
+
+    return PodView(
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        labels=meta.get("labels") or {},
+        phase=str(status.get("phase", "")),
+        deleting=meta.get("deletionTimestamp") is not None,
+        ready=ready,
+        ready_transition=ready_transition,
+        start_time=_parse_time(status.get("startTime")),
+        containers=containers,
+        sidecars=sidecars,
+        pod_requests=pod_requests,
+        ready_unknown=ready_unknown,
+    )
