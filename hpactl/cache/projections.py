@@ -1,0 +1,133 @@
+"""Projections of raw workload objects to what their ``/scale`` subresource reports.
+
+The HPA controller reads a target's scale (spec.replicas, status.replicas, the
+selector string). For the built-in kinds hpactl reads the same values from informer
+caches instead of a GET per sync, so the projection must give exactly what the API
+server's scale subresource would:
+
+* Deployment, ReplicaSet, StatefulSet (``registry/apps/*/storage``, ``scaleFrom*``):
+  ``metav1.LabelSelectorAsSelector(spec.selector).String()``.
+* ReplicationController (``registry/core/replicationcontroller/storage``,
+  ``scaleFromRC``): ``labels.SelectorFromSet(spec.selector).String()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "WORKLOAD_KINDS",
+    "WorkloadKind",
+    "WorkloadScale",
+    "workload_projection",
+    "workload_scale_from_raw",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadKind:
+    """A built-in scalable kind and where the API serves it."""
+
+    kind: str
+    group: str
+    version: str
+    resource: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+WORKLOAD_KINDS: Mapping[str, WorkloadKind] = {
+    k.kind: k
+    for k in (
+        WorkloadKind("Deployment", "apps", "v1", "deployments"),
+        WorkloadKind("ReplicaSet", "apps", "v1", "replicasets"),
+        WorkloadKind("StatefulSet", "apps", "v1", "statefulsets"),
+        WorkloadKind("ReplicationController", "", "v1", "replicationcontrollers"),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadScale:
+    """What ``GET .../<kind>/<name>/scale`` would return, from the cached object."""
+
+    namespace: str
+    name: str
+    kind: str
+    spec_replicas: int
+    status_replicas: int
+    selector: str
+    generation: int
+    resource_version: str
+    uid: str = ""
+
+
+def _int(value: Any, default: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default
+    return value
+
+
+def _set_selector_string(match_labels: Mapping[str, Any] | None) -> str:
+    """Go ``labels.SelectorFromSet(set).String()``: ``k=v`` pairs sorted by key."""
+    if not match_labels:
+        return ""
+    return ",".join(f"{k}={match_labels[k]}" for k in sorted(match_labels))
+
+
+def _label_selector_string(raw: Any) -> str:
+    """Go ``metav1.LabelSelectorAsSelector(sel).String()`` (ValueError if invalid)."""
+    if raw is None:
+        return ""  # labels.Nothing().String() is ""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"spec.selector is not an object: {raw!r}")
+    if not raw.get("matchExpressions"):
+        # The common case, kept off the general parser: map-only selectors print
+        # exactly like SelectorFromSet (sorted ``k=v``).
+        return _set_selector_string(raw.get("matchLabels"))
+    from hpactl.model.selectors import selector_from_label_selector
+
+    return str(selector_from_label_selector(raw))
+
+
+def workload_scale_from_raw(kind: str, raw: Mapping[str, Any]) -> WorkloadScale:
+    """Project a raw Deployment/ReplicaSet/StatefulSet/ReplicationController."""
+    if kind not in WORKLOAD_KINDS:
+        raise ValueError(f"unsupported workload kind {kind!r}")
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    if kind == "ReplicationController":
+        sel = spec.get("selector")
+        if sel is not None and not isinstance(sel, Mapping):
+            raise ValueError(f"spec.selector is not an object: {sel!r}")
+        selector = _set_selector_string(sel)
+    else:
+        selector = _label_selector_string(spec.get("selector"))
+    return WorkloadScale(
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        kind=kind,
+        # The API server defaults spec.replicas to 1 for all four kinds.
+        spec_replicas=_int(spec.get("replicas"), 1),
+        status_replicas=_int(status.get("replicas"), 0),
+        selector=selector,
+        generation=_int(meta.get("generation"), 0),
+        resource_version=str(meta.get("resourceVersion") or ""),
+        uid=str(meta.get("uid") or ""),
+    )
+
+
+def workload_projection(kind: str) -> Callable[[Mapping[str, Any]], WorkloadScale]:
+    """A store projection for one workload kind."""
+    if kind not in WORKLOAD_KINDS:
+        raise ValueError(f"unsupported workload kind {kind!r}")
+
+    def project(raw: Mapping[str, Any]) -> WorkloadScale:
+        return workload_scale_from_raw(kind, raw)
+
+    return project
