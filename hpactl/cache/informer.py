@@ -121,6 +121,7 @@ class Informer(Generic[T]):
         backoff: Backoff | None = None,
         resync_period: float | None = None,
         yield_every: int = 256,
+        min_watch_seconds: float = 1.0,
     ) -> None:
         self.name = name
         self.store: Store[T] = Store(projection, indexers, keep_raw=keep_raw)
@@ -134,6 +135,7 @@ class Informer(Generic[T]):
             clock=self._clock,
             backoff=backoff,
             yield_every=yield_every,
+            min_watch_seconds=min_watch_seconds,
         )
         self._resync_period = resync_period
         self._yield_every = max(1, yield_every)
