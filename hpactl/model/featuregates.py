@@ -1,0 +1,200 @@
+"""Feature gates that change what the HPA controller does, parsed like
+kube-controller-manager's ``--feature-gates`` (k8s.io/component-base/featuregate).
+
+Only the gates that concern the HorizontalPodAutoscaler are known; any other
+name is rejected with upstream's message ``unrecognized feature gate: <name>``.
+Defaults are those of kube-controller-manager 1.37 (see ``KNOWN_GATES``).
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+
+
+class Stage(Enum):
+    """featuregate.PreRelease."""
+
+    ALPHA = "ALPHA"
+    BETA = "BETA"
+    GA = "GA"
+    DEPRECATED = "DEPRECATED"
+
+
+@dataclass(frozen=True, slots=True)
+class GateSpec:
+    """featuregate.FeatureSpec at kube-controller-manager 1.37."""
+
+    name: str
+    default: bool
+    stage: Stage
+    lock_to_default: bool
+    summary: str
+
+
+HPA_SCALE_TO_ZERO = "HPAScaleToZero"
+HPA_CONFIGURABLE_TOLERANCE = "HPAConfigurableTolerance"
+POD_LEVEL_RESOURCES = "PodLevelResources"
+HPA_GENERATION = "HPAGeneration"
+STALE_CONTROLLER_CONSISTENCY_HPA = "StaleControllerConsistencyHPA"
+HPA_OPTIMIZED_SELECTOR_STORE = "HPAOptimizedSelectorStore"
+
+# Meta gates that set every non-locked alpha (beta) gate the same command line does
+# not name explicitly (featuregate.go: allAlphaGate / allBetaGate).
+ALL_ALPHA = "AllAlpha"
+ALL_BETA = "AllBeta"
+
+KNOWN_GATES: Mapping[str, GateSpec] = MappingProxyType(
+    {
+        spec.name: spec
+        for spec in (
+            GateSpec(
+                HPA_SCALE_TO_ZERO,
+                True,
+                Stage.BETA,
+                False,
+                "minReplicas may be 0 when an Object or External metric is configured.",
+            ),
+            GateSpec(
+                HPA_CONFIGURABLE_TOLERANCE,
+                True,
+                Stage.BETA,
+                False,
+                "Per-HPA tolerance in spec.behavior.scaleUp/scaleDown.tolerance.",
+            ),
+            GateSpec(
+                POD_LEVEL_RESOURCES,
+                True,
+                Stage.BETA,
+                False,
+                "Pod-level resource requests are used for Resource metrics when set.",
+            ),
+            GateSpec(
+                HPA_GENERATION,
+                False,
+                Stage.ALPHA,
+                False,
+                "status.observedGeneration; reconcile at once on a spec change.",
+            ),
+            GateSpec(
+                STALE_CONTROLLER_CONSISTENCY_HPA,
+                True,
+                Stage.BETA,
+                False,
+                "Skip a reconcile while the informer has not yet seen the controller's own last write.",
+            ),
+            GateSpec(
+                HPA_OPTIMIZED_SELECTOR_STORE,
+                True,
+                Stage.BETA,
+                False,
+                "Faster detection of HPAs sharing pods; no change in decisions.",
+            ),
+        )
+    }
+)
+
+
+class FeatureGateError(ValueError):
+    """A --feature-gates value upstream would reject; the message is upstream's text."""
+
+
+def parse_go_bool(text: str) -> bool:
+    """Go ``strconv.ParseBool``; ValueError with Go's message on anything else."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
+        return True
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
+        return False
+    raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+
+
+def parse_feature_gates_text(text: str) -> dict[str, bool]:
+    """Split ``Name=bool,Name2=false`` like featuregate.go ``Set`` (names are not yet checked)."""
+    result: dict[str, bool] = {}
+    for item in text.split(","):
+        if not item:
+            continue
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep:
+            raise FeatureGateError(f"missing bool value for {name}")
+        raw = raw.strip()
+        try:
+            result[name] = parse_go_bool(raw)
+        except ValueError as exc:
+            raise FeatureGateError(f"invalid value of {name}={raw}, err: {exc}") from None
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureGates:
+    """The effective gate values: KNOWN_GATES defaults overridden by ``overrides``.
+
+    Build with :meth:`from_map` or :func:`parse_feature_gates` so unknown or locked
+    gates are rejected; direct construction trusts its argument.
+    """
+
+    # Sorted (name, value) pairs of the gates set explicitly: hashable, like the rest
+    # of the frozen configuration.
+    overrides: tuple[tuple[str, bool], ...] = ()
+
+    @classmethod
+    def defaults(cls) -> FeatureGates:
+        return cls()
+
+    @classmethod
+    def from_map(cls, requested: Mapping[str, bool]) -> FeatureGates:
+        """featuregate.go ``SetFromMap``: validate names, locks and the All* meta gates."""
+        for name, value in requested.items():
+            if name in (ALL_ALPHA, ALL_BETA):
+                continue
+            spec = KNOWN_GATES.get(name)
+            if spec is None:
+                raise FeatureGateError(f"unrecognized feature gate: {name}")
+            if spec.lock_to_default and value != spec.default:
+                raise FeatureGateError(
+                    f"cannot set feature gate {name} to {_go_bool(value)}, "
+                    f"feature is locked to {_go_bool(spec.default)}"
+                )
+        resolved: dict[str, bool] = {}
+        for meta, stage in ((ALL_ALPHA, Stage.ALPHA), (ALL_BETA, Stage.BETA)):
+            if meta in requested:
+                for spec in KNOWN_GATES.values():
+                    if spec.stage is stage and not spec.lock_to_default:
+                        resolved[spec.name] = requested[meta]
+        # A gate named explicitly wins over AllAlpha/AllBeta, whatever the order.
+        resolved.update({k: v for k, v in requested.items() if k in KNOWN_GATES})
+        return cls(tuple(sorted(resolved.items())))
+
+    def enabled(self, name: str) -> bool:
+        spec = KNOWN_GATES.get(name)
+        if spec is None:
+            # Same contract as upstream: asking for an unregistered gate is a bug.
+            raise KeyError(f"feature {name!r} is not registered in FeatureGate")
+        for key, value in self.overrides:
+            if key == name:
+                return value
+        return spec.default
+
+    def as_dict(self) -> dict[str, bool]:
+        """Every known gate with its effective value, sorted by name."""
+        return {name: self.enabled(name) for name in sorted(KNOWN_GATES)}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(KNOWN_GATES))
+
+    def __str__(self) -> str:
+        """featuregate.go ``String``: sorted ``Name=bool`` pairs of the gates that were set."""
+        return ",".join(f"{k}={_go_bool(v)}" for k, v in self.overrides)
+
+
+def parse_feature_gates(text: str) -> FeatureGates:
+    """Parse one or more ``--feature-gates`` values joined by commas."""
+    return FeatureGates.from_map(parse_feature_gates_text(text))
+
+
+def _go_bool(value: bool) -> str:
+    return "true" if value else "false"
