@@ -264,7 +264,7 @@ async def test_short_watch_counts_as_an_error(clock: VirtualClock) -> None:
     await inf.wait_synced(timeout=5)
     await until(lambda: clock.sleepers == 1)
     assert len(api.watch_calls) == 1
-    api.watch = original  # type: ignore[method-assign,assignment]
+    api.watch = original  # type: ignore[method-assign]
     clock.advance(60)
     await until(lambda: api.watchers == 1)
     await inf.stop()

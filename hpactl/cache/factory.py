@@ -1,0 +1,214 @@
+"""Shared informers: one list+watch per resource type, for every consumer.
+
+``SharedInformers`` is client-go's ``SharedInformerFactory`` for the types the HPA
+controller reads: asking for a lister creates its informer once; `start()` runs
+every informer created so far; `wait_for_cache_sync()` gates the workers.
+
+=========================  ===========================  ============================
+informer                   API                          store value, indexes
+=========================  ===========================  ============================
+``hpas``                   autoscaling/v2 HPAs          `HPA`; namespace, target
+``pods``                   v1 pods                      `PodView`; namespace
+``Deployment`` ...         apps/v1, v1 RCs              `WorkloadScale`; namespace
+=========================  ===========================  ============================
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+
+from hpactl.cache.informer import Informer
+from hpactl.cache.listers import (
+    HPA_TARGET_INDEX,
+    HPALister,
+    PodLister,
+    WorkloadLister,
+    hpa_target_index,
+)
+from hpactl.cache.listwatch import ResourceListerWatcher
+from hpactl.cache.projections import WORKLOAD_KINDS, WorkloadScale, workload_projection
+from hpactl.cache.reflector import Backoff, ListerWatcher
+from hpactl.clock import Clock, RealClock
+
+if TYPE_CHECKING:
+    from hpactl.kube.session import KubeSession
+    from hpactl.model.hpa import HPA
+    from hpactl.model.pod import PodView
+
+__all__ = ["HPAS", "PODS", "ListerWatcherFactory", "SharedInformers"]
+
+T = TypeVar("T")
+
+HPAS = "horizontalpodautoscalers"
+PODS = "pods"
+
+ListerWatcherFactory = Callable[[str, str, str], ListerWatcher]
+"""(group, version, resource) -> ListerWatcher."""
+
+_log = structlog.get_logger("hpactl.cache")
+
+
+def _project_hpa(raw: Mapping[str, Any]) -> HPA:
+    from hpactl.model.hpa import hpa_from_raw
+
+    return hpa_from_raw(raw)
+
+
+def _project_pod(raw: Mapping[str, Any]) -> PodView:
+    from hpactl.model.pod import pod_view_from_raw
+
+    return pod_view_from_raw(raw)
+
+
+class SharedInformers:
+    """The controller's informers, created on first use and shared.
+
+    Either give an open `session` (real API) or a `lister_watcher_factory` (tests).
+    `clock` drives backoff and resync; `hpa_resync_period` (seconds) redelivers every
+    HPA to update handlers periodically (upstream: the sync period).
+    """
+
+    def __init__(
+        self,
+        session: KubeSession | None = None,
+        *,
+        lister_watcher_factory: ListerWatcherFactory | None = None,
+        clock: Clock | None = None,
+        hpa_resync_period: float | None = None,
+        page_size: int = 500,
+        watch_read_timeout: float = 90.0,
+        min_watch_timeout: int = 300,
+        backoff_factory: Callable[[], Backoff] | None = None,
+        yield_every: int = 256,
+    ) -> None:
+        if lister_watcher_factory is None:
+            if session is None:
+                raise ValueError("SharedInformers needs a session or a lister_watcher_factory")
+            sess = session
+
+            def lw_factory(group: str, version: str, resource: str) -> ListerWatcher:
+                return ResourceListerWatcher(
+                    sess,
+                    group,
+                    version,
+                    resource,
+                    page_size=page_size,
+                    read_timeout=watch_read_timeout,
+                    min_watch_timeout=min_watch_timeout,
+                )
+
+            lister_watcher_factory = lw_factory
+        self._lw_factory = lister_watcher_factory
+        self._clock: Clock = clock or RealClock()
+        self._hpa_resync = hpa_resync_period
+        self._backoff_factory = backoff_factory or Backoff
+        self._yield_every = yield_every
+        self._informers: dict[str, Informer[Any]] = {}
+        self._started = False
+
+    # -- informers ------------------------------------------------------------------
+
+    def _informer(
+        self,
+        name: str,
+        gvr: tuple[str, str, str],
+        projection: Callable[[Mapping[str, Any]], T],
+        indexers: Mapping[str, Callable[[T], Iterable[str]]] | None = None,
+        resync: float | None = None,
+    ) -> Informer[T]:
+        existing = self._informers.get(name)
+        if existing is not None:
+            return existing
+        inf: Informer[T] = Informer(
+            name,
+            self._lw_factory(*gvr),
+            projection,
+            indexers=indexers,
+            clock=self._clock,
+            backoff=self._backoff_factory(),
+            resync_period=resync,
+            yield_every=self._yield_every,
+        )
+        self._informers[name] = inf
+        if self._started:
+            inf.start()  # created after start(): run it at once, like client-go's Start()
+        return inf
+
+    def hpas(self) -> Informer[HPA]:
+        return self._informer(
+            HPAS,
+            ("autoscaling", "v2", "horizontalpodautoscalers"),
+            _project_hpa,
+            {HPA_TARGET_INDEX: hpa_target_index},
+            self._hpa_resync,
+        )
+
+    def pods(self) -> Informer[PodView]:
+        return self._informer(PODS, ("", "v1", "pods"), _project_pod)
+
+    def workloads(self, kind: str) -> Informer[WorkloadScale]:
+        wk = WORKLOAD_KINDS.get(kind)
+        if wk is None:
+            raise ValueError(f"no informer for kind {kind!r}")
+        return self._informer(kind, (wk.group, wk.version, wk.resource), workload_projection(kind))
+
+    # -- listers --------------------------------------------------------------------
+
+    def hpa_lister(self) -> HPALister:
+        return HPALister(self.hpas())
+
+    def pod_lister(self) -> PodLister:
+        return PodLister(self.pods())
+
+    def workload_lister(self, kinds: Iterable[str] = tuple(WORKLOAD_KINDS)) -> WorkloadLister:
+        return WorkloadLister({k: self.workloads(k) for k in kinds})
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def informers(self) -> Mapping[str, Informer[Any]]:
+        return dict(self._informers)
+
+    def start(self) -> None:
+        """Start every informer created so far (and any created later)."""
+        self._started = True
+        for inf in self._informers.values():
+            inf.start()
+
+    @property
+    def has_synced(self) -> bool:
+        return all(inf.has_synced for inf in self._informers.values())
+
+    async def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        """True once every informer has listed; False on `timeout` (real seconds)."""
+        try:
+            async with asyncio.timeout(timeout):
+                for inf in list(self._informers.values()):
+                    await inf.wait_synced()
+        except TimeoutError:
+            pending = [n for n, i in self._informers.items() if not i.has_synced]
+            _log.warning("cache.sync_timeout", pending=pending)
+            return False
+        return True
+
+    async def wait_for_rv(
+        self, rv: int | str, timeout: float | None = None, names: Iterable[str] | None = None
+    ) -> None:
+        """Wait until the informers (all, or those `names`d) reflect resourceVersion >= `rv`.
+
+        An informer with no change of its own moves forward through bookmarks, so
+        this depends on the server sending them.
+        """
+        chosen = (
+            [self._informers[n] for n in names] if names is not None else self._informers.values()
+        )
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*(inf.wait_for_rv(rv) for inf in chosen))
+
+    async def stop(self) -> None:
+        self._started = False
+        await asyncio.gather(*(inf.stop() for inf in self._informers.values()))

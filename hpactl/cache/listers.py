@@ -1,0 +1,148 @@
+"""Read-only typed views over informer stores (client-go listers).
+
+Listers never call the API: they answer from the cache, in key order, and return
+the frozen projections (never the stores' internals).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol
+
+from hpactl.cache.informer import Informer
+from hpactl.cache.projections import WorkloadScale
+from hpactl.cache.store import NAMESPACE_INDEX, ProjectionError, object_key
+
+if TYPE_CHECKING:
+    from hpactl.model.hpa import HPA
+    from hpactl.model.pod import PodView
+
+__all__ = [
+    "HPA_TARGET_INDEX",
+    "HPALister",
+    "LabelMatcher",
+    "PodLister",
+    "WorkloadLister",
+    "hpa_target_index",
+    "target_key",
+]
+
+HPA_TARGET_INDEX = "target"
+
+
+def target_key(kind: str, namespace: str, name: str) -> str:
+    """Index value for a scale target: ``Kind/namespace/name``."""
+    return f"{kind}/{namespace}/{name}"
+
+
+def hpa_target_index(hpa: HPA) -> Iterable[str]:
+    """Index function: the HPA's scale target (HPAs target objects in their namespace)."""
+    ref = hpa.spec.scale_target_ref
+    return (target_key(ref.kind, hpa.namespace, ref.name),)
+
+
+class LabelMatcher(Protocol):
+    """What `PodLister.list` needs from a selector (``hpactl.model.selectors.Selector``)."""
+
+    def matches(self, labels: Mapping[str, str]) -> bool: ...
+
+
+class HPALister:
+    """HPAs (autoscaling/v2 projections) from the shared HPA informer."""
+
+    __slots__ = ("_informer",)
+
+    def __init__(self, informer: Informer[HPA]) -> None:
+        self._informer = informer
+
+    @property
+    def informer(self) -> Informer[HPA]:
+        return self._informer
+
+    def get(self, namespace: str, name: str) -> HPA | None:
+        """The HPA, or None if absent or malformed (see `get_error`)."""
+        return self._informer.store.get(object_key(namespace, name))
+
+    def get_error(self, namespace: str, name: str) -> ProjectionError | None:
+        """Why a stored HPA could not be read (its `InvalidHPA` message), if it could not."""
+        return self._informer.store.get_error(object_key(namespace, name))
+
+    def exists(self, namespace: str, name: str) -> bool:
+        """True if the object exists, readable or not."""
+        return object_key(namespace, name) in self._informer.store
+
+    def resource_version(self, namespace: str, name: str) -> str | None:
+        return self._informer.store.resource_version(object_key(namespace, name))
+
+    def by_target(self, kind: str, namespace: str, name: str) -> list[HPA]:
+        """HPAs whose ``scaleTargetRef`` names this object (usually zero or one)."""
+        return self._informer.store.by_index(HPA_TARGET_INDEX, target_key(kind, namespace, name))
+
+    def list(self, namespace: str | None = None) -> list[HPA]:
+        store = self._informer.store
+        if namespace is None:
+            return sorted(store.list(), key=lambda h: (h.namespace, h.name))
+        return store.by_index(NAMESPACE_INDEX, namespace)
+
+    def keys(self) -> builtins.list[str]:
+        """Every HPA key, malformed ones included."""
+        return sorted(self._informer.store.keys())
+
+
+class PodLister:
+    """Pods (PodView projections) from the shared pod informer, indexed by namespace."""
+
+    __slots__ = ("_informer",)
+
+    def __init__(self, informer: Informer[PodView]) -> None:
+        self._informer = informer
+
+    @property
+    def informer(self) -> Informer[PodView]:
+        return self._informer
+
+    def get(self, namespace: str, name: str) -> PodView | None:
+        return self._informer.store.get(object_key(namespace, name))
+
+    def list(self, namespace: str, selector: LabelMatcher | None = None) -> list[PodView]:
+        """Pods of `namespace` (in name order), those matching `selector` if given."""
+        pods = self._informer.store.by_index(NAMESPACE_INDEX, namespace)
+        if selector is None:
+            return pods
+        return [p for p in pods if selector.matches(p.labels)]
+
+
+class WorkloadLister:
+    """Deployments, ReplicaSets, StatefulSets and ReplicationControllers as their scale."""
+
+    __slots__ = ("_informers",)
+
+    def __init__(self, informers: Mapping[str, Informer[WorkloadScale]]) -> None:
+        self._informers = dict(informers)
+
+    def supports(self, kind: str) -> bool:
+        """Whether `kind` is served from a cache (otherwise read the scale subresource)."""
+        return kind in self._informers
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self._informers)
+
+    def informer(self, kind: str) -> Informer[WorkloadScale]:
+        return self._informers[kind]
+
+    def get(self, kind: str, namespace: str, name: str) -> WorkloadScale | None:
+        """The target's scale, or None if the kind is not cached or the object is absent."""
+        inf = self._informers.get(kind)
+        if inf is None:
+            return None
+        return inf.store.get(object_key(namespace, name))
+
+    def get_error(self, kind: str, namespace: str, name: str) -> ProjectionError | None:
+        inf = self._informers.get(kind)
+        return None if inf is None else inf.store.get_error(object_key(namespace, name))
+
+    def list(self, kind: str, namespace: str) -> list[WorkloadScale]:
+        inf = self._informers.get(kind)
+        return [] if inf is None else inf.store.by_index(NAMESPACE_INDEX, namespace)
