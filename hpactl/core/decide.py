@@ -1,0 +1,974 @@
+"""One reconcile of one HPA as two pure steps: ``decide`` and ``finalize``.
+
+``horizontal.go: reconcileAutoscaler`` reads the scale, computes the metrics, normalizes,
+writes the scale, then writes the status. The shell does the I/O; the core splits the
+logic at the scale write (architecture.md C4):
+
+1. :func:`decide` (``SyncInputs`` → :class:`Plan`): everything up to the scale update —
+   pre-checks, selector validation and ambiguity, metric proposals, normalization,
+   the recommendation history, conditions and events so far.
+2. The shell writes ``plan.desired_replicas`` to the target's scale iff ``plan.rescale``.
+3. :func:`finalize` (``Plan`` + :class:`ScaleWriteResult` → :class:`Outcome`): the rescale
+   events and conditions, scale events, ``lastScaleTime``, the final status.
+
+The shell writes ``outcome.status_raw`` only if ``outcome.status_changed`` (upstream's
+``updateStatusIfNeeded``), emits ``outcome.events`` and stores ``outcome.history``.
+
+Inputs use pods of the whole namespace: the selector comes from the scale read in
+the same sync and is parsed here, so the shell cannot filter before calling. Use
+:func:`needs_metrics` to learn whether metrics must be fetched at all (upstream never
+queries the metrics APIs in the pre-check paths or when the selector is invalid or
+ambiguous) and :func:`metrics_to_fetch` for what to fetch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from hpactl.core import conditions as C
+from hpactl.core.behavior import (
+    Normalized,
+    calculate_scale_down_limit_with_behaviors,
+    calculate_scale_up_limit_with_scaling_rules,
+    get_longest_policy_period,
+    normalize_desired_replicas,
+    normalize_desired_replicas_with_behaviors,
+)
+from hpactl.core.history import History, record_initial_recommendation, store_scale_event
+from hpactl.core.metrics_eval import (
+    NORMAL,
+    WARNING,
+    Cond,
+    Event,
+    MetricInput,
+    MetricOutcome,
+    compute_replicas_for_metrics,
+    tolerances_for_hpa,
+    validate_and_parse_selector,
+)
+from hpactl.core.replica_calculator import ReplicaCalculator
+from hpactl.model.hpa import (
+    AVERAGE_VALUE,
+    CONTAINER_RESOURCE,
+    EXTERNAL,
+    HPA,
+    OBJECT,
+    PODS,
+    RESOURCE,
+    VALUE,
+    CrossVersionObjectReference,
+    HPACondition,
+    HPAStatus,
+    LabelSelectorSpec,
+    MetricStatus,
+    ScalingPolicy,
+    status_equal,
+    status_to_raw,
+)
+from hpactl.model.pod import PodView
+from hpactl.model.selectors import Selector
+
+__all__ = [
+    "CoreConfig",
+    "Event",
+    "Explanation",
+    "MetricExplanation",
+    "MetricRequest",
+    "Outcome",
+    "Plan",
+    "ScaleView",
+    "ScaleWriteResult",
+    "SyncInputs",
+    "decide",
+    "finalize",
+    "metrics_to_fetch",
+    "needs_metrics",
+    "reconcile",
+]
+
+ABOVE_MAX_REASON = "Current number of replicas above Spec.MaxReplicas"
+BELOW_MIN_REASON = "Current number of replicas below Spec.MinReplicas"
+ALL_BELOW_REASON = "All metrics below target"
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+@dataclass(frozen=True, slots=True)
+class CoreConfig:
+    """kube-controller-manager flags and feature gates the decision depends on.
+
+    Defaults are kube-controller-manager 1.37's.
+    """
+
+    tolerance: float = 0.1
+    downscale_stabilization: timedelta = timedelta(minutes=5)
+    cpu_initialization_period: timedelta = timedelta(minutes=5)
+    initial_readiness_delay: timedelta = timedelta(seconds=30)
+    scale_to_zero: bool = True  # HPAScaleToZero (beta in 1.37)
+    configurable_tolerance: bool = True  # HPAConfigurableTolerance
+    pod_level_resources: bool = True  # PodLevelResources
+    hpa_generation: bool = False  # HPAGeneration (alpha): status.observedGeneration
+
+    def calculator(self) -> ReplicaCalculator:
+        return ReplicaCalculator(
+            self.cpu_initialization_period, self.initial_readiness_delay, self.pod_level_resources
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleView:
+    """What a successful ``GET .../scale`` returned (autoscaling/v1 Scale)."""
+
+    spec_replicas: int
+    status_replicas: int
+    selector: str
+
+
+@dataclass(frozen=True, slots=True)
+class SyncInputs:
+    """Everything one reconcile reads.
+
+    * ``scale``: the scale read, or None when it failed; then ``scale_error`` is the
+      error text (for a missing target the API error, e.g.
+      ``deployments.apps "web" not found``; no mapping: ``unrecognized resource``).
+    * ``pods``: the pods of the HPA's namespace (the core filters by the selector).
+    * ``metrics``: one entry per ``hpa.spec.metrics`` (same order) as fetched per
+      :func:`metrics_to_fetch`; may be empty when :func:`needs_metrics` is False.
+    * ``hpa_selectors``: the controller's selector store for this namespace —
+      HPA key → stored selector (``Selector.nothing()`` for an HPA registered but not
+      reconciled yet). This HPA's key is present iff it is registered.
+    * ``history``: what ``finalize`` returned last time for this key (``History()``
+      for a new key).
+    """
+
+    hpa: HPA
+    scale: ScaleView | None
+    pods: Sequence[PodView]
+    metrics: Sequence[MetricInput]
+    history: History
+    config: CoreConfig
+    now: datetime
+    hpa_selectors: Mapping[str, Selector] = field(default_factory=dict)
+    scale_error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRequest:
+    """What the shell must fetch for one ``spec.metrics`` entry.
+
+    ``kind``: ``resource`` (metrics.k8s.io PodMetrics of the selected pods; per pod the
+    sum over containers of ``resource``, or only ``container`` when set — a pod whose
+    containers lack it has no sample), ``pods`` (custom.metrics per pod),
+    ``object`` (custom.metrics for ``described_object``), ``external``
+    (external.metrics values for ``metric_name`` + ``metric_selector``), or ``none``
+    (nothing to fetch: unknown type or a target upstream rejects before fetching).
+    """
+
+    index: int
+    kind: Literal["resource", "pods", "object", "external", "none"]
+    namespace: str
+    resource: str = ""
+    container: str = ""
+    metric_name: str = ""
+    metric_selector: Mapping[str, Any] | None = None
+    described_object: CrossVersionObjectReference | None = None
+
+
+def _sel_raw(sel: LabelSelectorSpec | None) -> dict[str, Any] | None:
+    return None if sel is None else sel.to_raw()
+
+
+def metrics_to_fetch(hpa: HPA) -> tuple[MetricRequest, ...]:
+    """The fetch each ``spec.metrics`` entry needs, in order (see :class:`MetricRequest`)."""
+    out: list[MetricRequest] = []
+    ns = hpa.namespace
+    for i, m in enumerate(hpa.spec.metrics):
+        if m.type == RESOURCE and m.resource is not None:
+            t = m.resource.target
+            ok = t.average_value_milli is not None or t.average_utilization is not None
+            out.append(
+                MetricRequest(i, "resource", ns, resource=m.resource.name)
+                if ok
+                else MetricRequest(i, "none", ns)
+            )
+        elif m.type == CONTAINER_RESOURCE and m.container_resource is not None:
+            cr = m.container_resource
+            t = cr.target
+            ok = t.average_value_milli is not None or t.average_utilization is not None
+            out.append(
+                MetricRequest(i, "resource", ns, resource=cr.name, container=cr.container)
+                if ok
+                else MetricRequest(i, "none", ns)
+            )
+        elif m.type == PODS and m.pods is not None:
+            out.append(
+                MetricRequest(
+                    i,
+                    "pods",
+                    ns,
+                    metric_name=m.pods.metric.name,
+                    metric_selector=_sel_raw(m.pods.metric.selector),
+                )
+            )
+        elif m.type == OBJECT and m.object is not None:
+            t = m.object.target
+            ok = (t.type == VALUE and t.value_milli is not None) or (
+                t.type == AVERAGE_VALUE and t.average_value_milli is not None
+            )
+            out.append(
+                MetricRequest(
+                    i,
+                    "object",
+                    ns,
+                    metric_name=m.object.metric.name,
+                    metric_selector=_sel_raw(m.object.metric.selector),
+                    described_object=m.object.described_object,
+                )
+                if ok
+                else MetricRequest(i, "none", ns)
+            )
+        elif m.type == EXTERNAL and m.external is not None:
+            t = m.external.target
+            ok = t.average_value_milli is not None or t.value_milli is not None
+            out.append(
+                MetricRequest(
+                    i,
+                    "external",
+                    ns,
+                    metric_name=m.external.metric.name,
+                    metric_selector=_sel_raw(m.external.metric.selector),
+                )
+                if ok
+                else MetricRequest(i, "none", ns)
+            )
+        else:
+            out.append(MetricRequest(i, "none", ns))
+    return tuple(out)
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+@dataclass(frozen=True, slots=True)
+class MetricExplanation:
+    """One metric's part in the decision."""
+
+    index: int
+    type: str
+    name: str
+    proposal: int | None
+    error: str | None = None
+    failure_reason: str | None = None
+    within_tolerance: bool = False
+    set_aside: tuple[tuple[str, str], ...] = ()
+
+
+#: Which rule produced (or blocked) the final count.
+LimitedBy = Literal[
+    "none",
+    "failed-get-scale",
+    "scaling-disabled",
+    "pre-check-max",
+    "pre-check-min",
+    "invalid-selector",
+    "ambiguous-selector",
+    "invalid-metrics",
+    "tolerance",
+    "stabilization",
+    "scale-up-limit",
+    "scale-down-limit",
+    "max",
+    "min",
+    "scale-from-zero-min",
+    "failed-rescale",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why the decision came out as it did (for traces, logs and ``hpactl explain``).
+
+    ``limited_by`` lists the rules that changed the value, in the order applied
+    (empty: the metric proposal was applied as is). ``policy`` names the behavior
+    policy that set a rate limit (e.g. ``scaleUp Pods 4 per 15s``).
+    """
+
+    path: str
+    current_replicas: int | None
+    desired_replicas: int | None
+    metrics: tuple[MetricExplanation, ...] = ()
+    metric_proposal: int | None = None
+    metric_name: str = ""
+    stabilized: int | None = None
+    limited_by: tuple[LimitedBy, ...] = ()
+    limit_reason: str = ""
+    policy: str = ""
+    rescale_reason: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """``decide`` result: what to write to the scale, and the state to finish with.
+
+    ``status`` is the status as it stands before the scale write: final when
+    ``rescale`` is False.
+    """
+
+    hpa: HPA
+    now: datetime
+    config: CoreConfig
+    current_replicas: int | None
+    desired_replicas: int
+    rescale: bool
+    rescale_reason: str
+    status: HPAStatus
+    metric_statuses: tuple[MetricStatus, ...]
+    conditions: tuple[HPACondition, ...]
+    events: tuple[Event, ...]
+    history: History
+    explanation: Explanation
+    min_replicas: int = 1
+    error: str | None = None
+    error_is_spec: bool = False
+    selector: Selector | None = None
+
+    @property
+    def original_status(self) -> HPAStatus:
+        return self.hpa.status
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleWriteResult:
+    """Outcome of ``PUT .../scale`` (``error`` is the API error text on failure)."""
+
+    ok: bool
+    error: str = ""
+
+    @classmethod
+    def succeeded(cls) -> ScaleWriteResult:
+        return cls(True)
+
+    @classmethod
+    def failed(cls, error: str) -> ScaleWriteResult:
+        return cls(False, error)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """The result of one reconcile.
+
+    ``status_changed``: write ``status_raw`` with UpdateStatus (else skip).
+    ``desired_replicas``: the status' desiredReplicas; ``rescaled``: the scale was written.
+    ``error``: what ``reconcileAutoscaler`` would return (logged only; None = success).
+    ``action``: ``scale_up`` / ``scale_down`` / ``none``; ``error_label``: ``none`` /
+    ``internal`` / ``spec`` (upstream's monitor labels).
+    """
+
+    status: HPAStatus
+    status_raw: dict[str, Any]
+    status_changed: bool
+    events: tuple[Event, ...]
+    history: History
+    explanation: Explanation
+    desired_replicas: int
+    rescaled: bool
+    error: str | None
+    action: Literal["scale_up", "scale_down", "none"]
+    error_label: Literal["none", "internal", "spec"]
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _set(conds: tuple[HPACondition, ...], c: Cond, now: datetime) -> tuple[HPACondition, ...]:
+    return C.set_condition_in_list(conds, c.type, c.status, c.reason, c.message, now)
+
+
+def _set_status(
+    hpa: HPA,
+    config: CoreConfig,
+    conds: tuple[HPACondition, ...],
+    current: int,
+    desired: int,
+    metrics: tuple[MetricStatus, ...],
+    rescale: bool,
+    now: datetime,
+) -> HPAStatus:
+    """``horizontal.go: setStatus`` (a fresh status; lastScaleTime kept unless rescaled)."""
+    return HPAStatus(
+        current_replicas=current,
+        desired_replicas=desired,
+        current_metrics=metrics,
+        conditions=conds,
+        last_scale_time=now if rescale else hpa.status.last_scale_time,
+        observed_generation=hpa.generation if config.hpa_generation else None,
+    )
+
+
+def _has_object_or_external_metrics(hpa: HPA) -> bool:
+    """``horizontal.go: hasObjectOrExternalMetrics``."""
+    return any(m.type in (OBJECT, EXTERNAL) for m in hpa.spec.metrics)
+
+
+def _scaled_to_zero_condition(hpa: HPA) -> bool:
+    """``horizontal.go: getScaledToZeroConditionStatus``."""
+    c = hpa.status.condition(C.SCALED_TO_ZERO)
+    return c is not None and c.status == C.TRUE
+
+
+def _reference(hpa: HPA) -> str:
+    ref = hpa.spec.scale_target_ref
+    return f"{ref.kind}/{hpa.namespace}/{ref.name}"
+
+
+def _min_replicas(hpa: HPA) -> int:
+    return hpa.spec.min_replicas if hpa.spec.min_replicas is not None else 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Precheck:
+    needs_metrics: bool
+    desired: int
+    rescale: bool
+    reason: str
+    path: str
+    scaled_to_zero: bool
+
+
+def _precheck(hpa: HPA, current: int, config: CoreConfig) -> _Precheck:
+    """The pre-check branch of ``reconcileAutoscaler`` (incl. ``shouldComputeMetricsForZeroReplicas``)."""
+    min_replicas = _min_replicas(hpa)
+    stz = config.scale_to_zero and _scaled_to_zero_condition(hpa)
+    can_scale_from_zero = stz and _has_object_or_external_metrics(hpa)
+    if current == 0:
+        if (min_replicas != 0 and stz) or can_scale_from_zero:
+            return _Precheck(True, 0, True, "", "metrics", stz)
+        return _Precheck(False, 0, False, "", "scaling-disabled", stz)
+    if current > hpa.spec.max_replicas:
+        return _Precheck(False, hpa.spec.max_replicas, True, ABOVE_MAX_REASON, "pre-check-max", stz)
+    if current < min_replicas:
+        return _Precheck(False, min_replicas, True, BELOW_MIN_REASON, "pre-check-min", stz)
+    return _Precheck(True, 0, True, "", "metrics", stz)
+
+
+def needs_metrics(inputs: SyncInputs) -> bool:
+    """Whether this sync will evaluate metrics (so the shell should fetch them).
+
+    False when the scale read failed, in the zero/min/max pre-check paths, and when
+    the selector is missing, unparsable or ambiguous.
+    """
+    if inputs.scale is None:
+        return False
+    if not _precheck(inputs.hpa, inputs.scale.spec_replicas, inputs.config).needs_metrics:
+        return False
+    sel = validate_and_parse_selector(
+        inputs.hpa, inputs.scale.selector, inputs.pods, inputs.hpa_selectors
+    )
+    return sel.selector is not None
+
+
+def _policy_text(direction: str, p: ScalingPolicy) -> str:
+    return f"{direction} {p.type} {p.value} per {p.period_seconds}s"
+
+
+def _limiting_policy(hpa: HPA, history: History, current: int, up: bool, now: datetime) -> str:
+    """Which behavior policy set the rate limit (for explanations only)."""
+    b = hpa.spec.behavior
+    if b is None:
+        return ""
+    rules = b.scale_up if up else b.scale_down
+    direction = "scaleUp" if up else "scaleDown"
+    if rules.select_policy == "Disabled":
+        return f"{direction} selectPolicy Disabled"
+    fn = (
+        calculate_scale_up_limit_with_scaling_rules
+        if up
+        else calculate_scale_down_limit_with_behaviors
+    )
+    target = fn(current, history, rules, now)
+    for p in rules.policies:
+        single = replace(rules, policies=(p,))
+        if fn(current, history, single, now) == target:
+            return _policy_text(direction, p)
+    return f"{direction} selectPolicy {rules.select_policy}"
+
+
+# ------------------------------------------------------------------------------- decide
+
+
+def decide(inputs: SyncInputs) -> Plan:
+    """``horizontal.go: reconcileAutoscaler`` up to (not including) the scale update."""
+    hpa = inputs.hpa
+    config = inputs.config
+    now = inputs.now
+    original = hpa.status
+    conds = original.conditions
+    events: list[Event] = []
+    history = inputs.history
+
+    # §3: any failure to read the scale subresource.
+    if inputs.scale is None:
+        err = inputs.scale_error or "unrecognized resource"
+        events.append(Event(WARNING, "FailedGetScale", err))
+        conds = _set(
+            conds,
+            Cond(C.ABLE_TO_SCALE, C.FALSE, "FailedGetScale", C.MSG_FAILED_GET_SCALE.format(err)),
+            now,
+        )
+        status = replace(original, conditions=conds)
+        expl = Explanation(
+            "failed-get-scale", None, None, limited_by=("failed-get-scale",), error=err
+        )
+        return Plan(
+            hpa,
+            now,
+            config,
+            None,
+            original.desired_replicas,
+            False,
+            "",
+            status,
+            (),
+            conds,
+            tuple(events),
+            history,
+            expl,
+            _min_replicas(hpa),
+            error=f"failed to query scale subresource for {_reference(hpa)}: {err}",
+        )
+
+    scale = inputs.scale
+    conds = _set(
+        conds, Cond(C.ABLE_TO_SCALE, C.TRUE, "SucceededGetScale", C.MSG_SUCCEEDED_GET_SCALE), now
+    )
+    if not config.scale_to_zero:
+        conds = C.remove_condition(conds, C.SCALED_TO_ZERO)
+    current = scale.spec_replicas
+    history = record_initial_recommendation(history, current, now)
+    min_replicas = _min_replicas(hpa)
+    pre = _precheck(hpa, current, config)
+
+    if not pre.needs_metrics:
+        if pre.path == "scaling-disabled":
+            conds = _set(
+                conds,
+                Cond(C.SCALING_ACTIVE, C.FALSE, "ScalingDisabled", C.MSG_SCALING_DISABLED),
+                now,
+            )
+        desired = pre.desired if pre.rescale else current
+        status = _set_status(hpa, config, conds, current, current, (), False, now)
+        limited: tuple[LimitedBy, ...] = (
+            ("scaling-disabled",)
+            if pre.path == "scaling-disabled"
+            else ("pre-check-max",)
+            if pre.path == "pre-check-max"
+            else ("pre-check-min",)
+        )
+        expl = Explanation(
+            pre.path, current, desired, limited_by=limited, rescale_reason=pre.reason
+        )
+        return Plan(
+            hpa,
+            now,
+            config,
+            current,
+            desired,
+            pre.rescale,
+            pre.reason,
+            status,
+            (),
+            conds,
+            tuple(events),
+            history,
+            expl,
+            min_replicas,
+        )
+
+    # §4: selector.
+    sel = validate_and_parse_selector(hpa, scale.selector, inputs.pods, inputs.hpa_selectors)
+    events.extend(sel.events)
+    if sel.selector is None:
+        assert sel.condition is not None and sel.error is not None
+        conds = _set(conds, sel.condition, now)
+        status = _set_status(hpa, config, conds, current, original.desired_replicas, (), False, now)
+        events.append(Event(WARNING, "FailedComputeMetricsReplicas", sel.error))
+        path = (
+            "ambiguous-selector"
+            if sel.condition.reason == "AmbiguousSelector"
+            else "invalid-selector"
+        )
+        expl = Explanation(
+            path,
+            current,
+            original.desired_replicas,
+            limited_by=("ambiguous-selector",)
+            if path == "ambiguous-selector"
+            else ("invalid-selector",),
+            error=sel.error,
+        )
+        return Plan(
+            hpa,
+            now,
+            config,
+            current,
+            original.desired_replicas,
+            False,
+            "",
+            status,
+            (),
+            conds,
+            tuple(events),
+            history,
+            expl,
+            min_replicas,
+            error=_metrics_failure_error(hpa, sel.error),
+            selector=sel.store,
+        )
+
+    # §6: metrics.
+    tolerances = tolerances_for_hpa(hpa, config.tolerance, config.configurable_tolerance)
+    res = compute_replicas_for_metrics(
+        hpa,
+        scale.spec_replicas,
+        scale.status_replicas,
+        sel.pods,
+        inputs.metrics,
+        config.calculator(),
+        tolerances,
+        now,
+    )
+    events.extend(res.events)
+    metric_expl = tuple(_metric_explanation(o) for o in res.outcomes)
+    if res.replicas == -1:
+        if res.condition is not None:
+            conds = _set(conds, res.condition, now)
+        err = res.error or "invalid metrics (0 invalid out of 0), first error is: <nil>"
+        status = _set_status(
+            hpa, config, conds, current, original.desired_replicas, res.statuses, False, now
+        )
+        events.append(Event(WARNING, "FailedComputeMetricsReplicas", err))
+        expl = Explanation(
+            "invalid-metrics",
+            current,
+            original.desired_replicas,
+            metric_expl,
+            limited_by=("invalid-metrics",),
+            error=err,
+        )
+        return Plan(
+            hpa,
+            now,
+            config,
+            current,
+            original.desired_replicas,
+            False,
+            "",
+            status,
+            res.statuses,
+            conds,
+            tuple(events),
+            history,
+            expl,
+            min_replicas,
+            error=_metrics_failure_error(hpa, err),
+            error_is_spec=_spec_error(res.outcomes),
+            selector=sel.store,
+        )
+    assert res.condition is not None
+    conds = _set(conds, res.condition, now)
+
+    desired = 0
+    rescale_metric = ""
+    if res.replicas > desired:
+        desired = res.replicas
+        rescale_metric = res.metric_name
+    reason = ""
+    if desired > current:
+        reason = f"{rescale_metric} above target"
+    if desired < current:
+        reason = ALL_BELOW_REASON
+    proposal = desired
+
+    b = hpa.spec.behavior
+    norm: Normalized
+    if b is None:
+        norm = normalize_desired_replicas(
+            history,
+            current,
+            desired,
+            min_replicas,
+            hpa.spec.max_replicas,
+            config.downscale_stabilization,
+            now,
+        )
+    else:
+        norm = normalize_desired_replicas_with_behaviors(
+            history,
+            current,
+            desired,
+            min_replicas,
+            hpa.spec.max_replicas,
+            b.scale_up,
+            b.scale_down,
+            config.downscale_stabilization,
+            now,
+        )
+    history = norm.history
+    conds = _set(conds, Cond(C.ABLE_TO_SCALE, C.TRUE, norm.able_reason, norm.able_message), now)
+    conds = _set(
+        conds,
+        Cond(
+            C.SCALING_LIMITED,
+            C.TRUE if norm.limited else C.FALSE,
+            norm.limit_reason,
+            norm.limit_message,
+        ),
+        now,
+    )
+    desired = norm.desired
+
+    limited_by: list[LimitedBy] = []
+    if proposal == current and any(
+        o.within_tolerance for o in res.outcomes if o.name == res.metric_name
+    ):
+        limited_by.append("tolerance")
+    if norm.stabilized != proposal:
+        limited_by.append("stabilization")
+    policy = ""
+    if norm.limited:
+        lr = norm.limit_reason
+        if lr == "ScaleUpLimit":
+            limited_by.append("scale-up-limit")
+            policy = (
+                _limiting_policy(hpa, history, current, True, now)
+                if b is not None
+                else "max(2 x current, 4)"
+            )
+        elif lr == "ScaleDownLimit":
+            limited_by.append("scale-down-limit")
+            policy = _limiting_policy(hpa, history, current, False, now)
+        elif lr == "TooManyReplicas":
+            limited_by.append("max")
+        elif lr == "TooFewReplicas":
+            limited_by.append("min")
+
+    # Scale from zero with ScaledToZero still set: never below minReplicas.
+    if current == 0 and min_replicas != 0 and pre.scaled_to_zero and desired < min_replicas:
+        desired = min_replicas
+        limited_by.append("scale-from-zero-min")
+        if reason == "":
+            reason = BELOW_MIN_REASON
+
+    rescale = desired != current
+    status = _set_status(
+        hpa,
+        config,
+        conds,
+        current,
+        current if not rescale else original.desired_replicas,
+        res.statuses,
+        False,
+        now,
+    )
+    expl = Explanation(
+        "metrics",
+        current,
+        desired,
+        metric_expl,
+        proposal,
+        res.metric_name,
+        norm.stabilized,
+        tuple(limited_by),
+        norm.limit_reason,
+        policy,
+        reason if rescale else "",
+        res.error,
+    )
+    return Plan(
+        hpa,
+        now,
+        config,
+        current,
+        desired,
+        rescale,
+        reason,
+        status,
+        res.statuses,
+        conds,
+        tuple(events),
+        history,
+        expl,
+        min_replicas,
+        error=res.error,
+        selector=sel.store,
+    )
+
+
+def _metrics_failure_error(hpa: HPA, err: str) -> str:
+    return (
+        "failed to compute desired number of replicas based on listed metrics for "
+        f"{_reference(hpa)}: {err}"
+    )
+
+
+def _spec_error(outcomes: Sequence[MetricOutcome]) -> bool:
+    return any(o.failure_reason == "InvalidMetricSourceType" for o in outcomes)
+
+
+def _metric_explanation(o: MetricOutcome) -> MetricExplanation:
+    return MetricExplanation(
+        o.index,
+        o.type,
+        o.name,
+        o.replicas,
+        o.error,
+        o.failure_reason,
+        o.within_tolerance,
+        o.set_aside,
+    )
+
+
+# ----------------------------------------------------------------------------- finalize
+
+
+def finalize(plan: Plan, scale_result: ScaleWriteResult | None = None) -> Outcome:
+    """The rest of ``reconcileAutoscaler`` once the scale update was attempted.
+
+    ``scale_result`` is required when ``plan.rescale`` (None otherwise).
+    """
+    hpa = plan.hpa
+    now = plan.now
+    config = plan.config
+    events = list(plan.events)
+    history = plan.history
+    expl = plan.explanation
+    error = plan.error
+    action: Literal["scale_up", "scale_down", "none"] = "none"
+
+    if not plan.rescale or plan.current_replicas is None:
+        return _outcome(plan, plan.status, events, history, expl, False, error, action)
+
+    if scale_result is None:
+        raise ValueError("finalize: the plan rescales, a ScaleWriteResult is required")
+    current = plan.current_replicas
+    desired = plan.desired_replicas
+    conds = plan.conditions
+    if not scale_result.ok:
+        err = scale_result.error
+        events.append(
+            Event(
+                WARNING,
+                "FailedRescale",
+                f"New size: {desired}; reason: {plan.rescale_reason}; error: {err}",
+            )
+        )
+        conds = _set(
+            conds,
+            Cond(
+                C.ABLE_TO_SCALE, C.FALSE, "FailedUpdateScale", C.MSG_FAILED_UPDATE_SCALE.format(err)
+            ),
+            now,
+        )
+        status = _set_status(
+            hpa,
+            config,
+            conds,
+            current,
+            hpa.status.desired_replicas,
+            plan.metric_statuses,
+            False,
+            now,
+        )
+        expl = replace(expl, limited_by=(*expl.limited_by, "failed-rescale"), error=err)
+        return _outcome(
+            plan,
+            status,
+            events,
+            history,
+            expl,
+            False,
+            f"failed to rescale {_reference(hpa)}: {err}",
+            action,
+        )
+
+    conds = _set(
+        conds,
+        Cond(C.ABLE_TO_SCALE, C.TRUE, "SucceededRescale", C.MSG_SUCCEEDED_RESCALE.format(desired)),
+        now,
+    )
+    events.append(
+        Event(NORMAL, "SuccessfulRescale", f"New size: {desired}; reason: {plan.rescale_reason}")
+    )
+    b = hpa.spec.behavior
+    if b is not None:
+        history = store_scale_event(
+            history,
+            current,
+            desired,
+            get_longest_policy_period(b.scale_up),
+            get_longest_policy_period(b.scale_down),
+            now,
+        )
+    if config.scale_to_zero:
+        if (
+            current > 0
+            and desired == 0
+            and plan.min_replicas == 0
+            and _has_object_or_external_metrics(hpa)
+        ):
+            conds = _set(
+                conds, Cond(C.SCALED_TO_ZERO, C.TRUE, "ScaledToZero", C.MSG_SCALED_TO_ZERO), now
+            )
+        else:
+            conds = _set(
+                conds,
+                Cond(C.SCALED_TO_ZERO, C.FALSE, "NotScaledToZero", C.MSG_NOT_SCALED_TO_ZERO),
+                now,
+            )
+    action = "scale_up" if desired > current else "scale_down"
+    status = _set_status(hpa, config, conds, current, desired, plan.metric_statuses, True, now)
+    return _outcome(plan, status, events, history, expl, True, error, action)
+
+
+def _outcome(
+    plan: Plan,
+    status: HPAStatus,
+    events: list[Event],
+    history: History,
+    expl: Explanation,
+    rescaled: bool,
+    error: str | None,
+    action: Literal["scale_up", "scale_down", "none"],
+) -> Outcome:
+    label: Literal["none", "internal", "spec"] = "none"
+    if error is not None:
+        label = "spec" if plan.error_is_spec else "internal"
+    return Outcome(
+        status=status,
+        status_raw=status_to_raw(status),
+        status_changed=not status_equal(plan.hpa.status, status),
+        events=tuple(events),
+        history=history,
+        explanation=expl,
+        desired_replicas=status.desired_replicas,
+        rescaled=rescaled,
+        error=error,
+        action=action,
+        error_label=label,
+    )
+
+
+def reconcile(inputs: SyncInputs, scale_result: ScaleWriteResult | None = None) -> Outcome:
+    """``decide`` then ``finalize`` in one call (tests, benchmarks, dry runs).
+
+    When the plan rescales and ``scale_result`` is None the write is taken as successful.
+    """
+    plan = decide(inputs)
+    if plan.rescale and scale_result is None:
+        scale_result = ScaleWriteResult.succeeded()
+    return finalize(plan, scale_result if plan.rescale else None)
