@@ -316,21 +316,24 @@ calculate_pod_requests = calculate_requests
 
 
 def _pod_requests_from_containers(pod: PodView, container: str, resource: str) -> int:
-    """Go ``calculatePodRequestsFromContainers``."""
+    """Go ``calculatePodRequestsFromContainers`` (containers, then sidecars)."""
     request = 0
-    for c in (*pod.containers, *pod.sidecars):
-        if container == "" or container == c.name:
-            value = c.requests.get(resource)
-            if value is None:
-                raise ReplicaCalcError(
-                    f"missing request for {resource} in container {c.name} of Pod {pod.name}"
-                )
-            request = _wrap64(request + value)
-        if container == c.name:
-            return request
+    for group in (pod.containers, pod.sidecars):
+        for c in group:
+            if container == "" or container == c.name:
+                value = c.requests.get(resource)
+                if value is None:
+                    raise ReplicaCalcError(
+                        f"missing request for {resource} in container {c.name} of Pod {pod.name}"
+                    )
+                request += value
+                # Container names are unique inside a pod.
+                if container:
+                    return _wrap64(request)
     if container != "":
         raise ReplicaCalcError(f"container {container} not found in Pod {pod.name}")
-    return request
+    # int64 sums wrap; wrapping once at the end is the same modulo 2**64.
+    return _wrap64(request)
 
 
 def remove_metrics_for_pods(metrics: dict[str, PodMetric], pods: frozenset[str]) -> None:
