@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from hpactl.cli.run_cmd import HELP_SECTION, build_run_parser
 from hpactl.config import (
     API_VERSION,
+    GO_TYPE,
     IGNORED_CLIENT_CONNECTION_FIELDS,
     IGNORED_GENERIC_FIELDS,
     IGNORED_TOP_LEVEL_SECTIONS,
     KIND,
     SERVICE_ACCOUNT_TOKEN,
     SETTINGS,
-    GO_TYPE,
     Setting,
     format_default,
 )
