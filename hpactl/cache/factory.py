@@ -8,7 +8,7 @@ every informer created so far; `wait_for_cache_sync()` gates the workers.
 informer                   API                          store value, indexes
 =========================  ===========================  ============================
 ``hpas``                   autoscaling/v2 HPAs          `HPA`; namespace, target
-``pods``                   v1 pods                      `PodView`; namespace
+``pods``                   v1 pods                      `PodView`; namespace, label
 ``Deployment`` ...         apps/v1, v1 RCs              `WorkloadScale`; namespace
 =========================  ===========================  ============================
 """
@@ -24,10 +24,12 @@ import structlog
 from hpactl.cache.informer import Informer
 from hpactl.cache.listers import (
     HPA_TARGET_INDEX,
+    POD_LABEL_INDEX,
     HPALister,
     PodLister,
     WorkloadLister,
     hpa_target_index,
+    pod_label_index,
 )
 from hpactl.cache.listwatch import ResourceListerWatcher
 from hpactl.cache.projections import WORKLOAD_KINDS, WorkloadScale, workload_projection
@@ -148,7 +150,9 @@ class SharedInformers:
         )
 
     def pods(self) -> Informer[PodView]:
-        return self._informer(PODS, ("", "v1", "pods"), _project_pod)
+        return self._informer(
+            PODS, ("", "v1", "pods"), _project_pod, {POD_LABEL_INDEX: pod_label_index}
+        )
 
     def workloads(self, kind: str) -> Informer[WorkloadScale]:
         wk = WORKLOAD_KINDS.get(kind)

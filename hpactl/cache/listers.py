@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hpactl.cache.informer import Informer
 from hpactl.cache.projections import WorkloadScale
@@ -20,15 +20,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HPA_TARGET_INDEX",
+    "POD_LABEL_INDEX",
     "HPALister",
     "LabelMatcher",
     "PodLister",
     "WorkloadLister",
     "hpa_target_index",
+    "label_index_value",
+    "pod_label_index",
     "target_key",
 ]
 
 HPA_TARGET_INDEX = "target"
+POD_LABEL_INDEX = "label"
 
 
 def target_key(kind: str, namespace: str, name: str) -> str:
@@ -40,6 +44,33 @@ def hpa_target_index(hpa: HPA) -> Iterable[str]:
     """Index function: the HPA's scale target (HPAs target objects in their namespace)."""
     ref = hpa.spec.scale_target_ref
     return (target_key(ref.kind, hpa.namespace, ref.name),)
+
+
+def label_index_value(namespace: str, key: str, value: str) -> str:
+    """Index value for "a pod in `namespace` with label `key`=`value`"."""
+    return f"{namespace}/{key}={value}"
+
+
+def pod_label_index(pod: PodView) -> Iterable[str]:
+    """Index function: every label of the pod, qualified by its namespace."""
+    ns = pod.namespace
+    return tuple(label_index_value(ns, k, v) for k, v in pod.labels.items())
+
+
+def _pinned_labels(selector: object) -> list[tuple[str, str]]:
+    """(key, value) pairs every match must carry: ``k=v``, ``k==v``, ``k in (v)``.
+
+    Read from a `hpactl.model.selectors.Selector`'s requirements; any other matcher
+    gives none (the caller then scans the namespace).
+    """
+    out: list[tuple[str, str]] = []
+    requirements: Iterable[Any] = getattr(selector, "requirements", ())
+    for req in requirements:
+        op = getattr(req, "operator", None)
+        values: tuple[str, ...] = tuple(getattr(req, "values", ()))
+        if op in ("=", "==", "in") and len(values) == 1:
+            out.append((req.key, values[0]))
+    return out
 
 
 class LabelMatcher(Protocol):
@@ -106,10 +137,29 @@ class PodLister:
         return self._informer.store.get(object_key(namespace, name))
 
     def list(self, namespace: str, selector: LabelMatcher | None = None) -> list[PodView]:
-        """Pods of `namespace` (in name order), those matching `selector` if given."""
-        pods = self._informer.store.by_index(NAMESPACE_INDEX, namespace)
+        """Pods of `namespace` (in name order), those matching `selector` if given.
+
+        Go's ``podLister.Pods(ns).List(selector)``. When the selector pins a label to
+        one value and the pod informer has the label index, only the pods carrying
+        that label are tested instead of the whole namespace.
+        """
+        store = self._informer.store
         if selector is None:
-            return pods
+            return store.by_index(NAMESPACE_INDEX, namespace)
+        if getattr(selector, "is_nothing", False):
+            return []
+        candidates: list[str] | None = None
+        if POD_LABEL_INDEX in store.index_names:
+            for key, value in _pinned_labels(selector):
+                keys = store.index_keys(POD_LABEL_INDEX, label_index_value(namespace, key, value))
+                if candidates is None or len(keys) < len(candidates):
+                    candidates = keys
+                if not candidates:
+                    return []
+        if candidates is None:
+            pods = store.by_index(NAMESPACE_INDEX, namespace)
+        else:
+            pods = [p for p in map(store.get, candidates) if p is not None]
         return [p for p in pods if selector.matches(p.labels)]
 
 

@@ -188,3 +188,59 @@ async def test_sync_timeout_reports_false() -> None:
 def test_needs_a_source() -> None:
     with pytest.raises(ValueError):
         SharedInformers()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "app=web",
+        "app==web",
+        "app in (web)",
+        "app in (web,db)",
+        "app!=web",
+        "app",
+        "!app",
+        "app=web,tier=fe",
+        "tier=fe,app=web",
+        "app=nope",
+        "tier notin (be),app=web",
+        "",
+    ],
+)
+async def test_pod_selection_by_label_index_equals_a_namespace_scan(text: str) -> None:
+    from hpactl.model.selectors import parse_selector
+
+    multi = MultiAPI()
+    pods = multi.api("", "v1", "pods")
+    for i, labels in enumerate(
+        [
+            {"app": "web", "tier": "fe"},
+            {"app": "web", "tier": "be"},
+            {"app": "db"},
+            {},
+            {"tier": "fe"},
+        ]
+    ):
+        put_raw(pods, pod("a", f"p{i}", labels))
+        put_raw(pods, pod("b", f"p{i}", labels))
+    informers = SharedInformers(lister_watcher_factory=multi.factory)
+    lister = informers.pod_lister()
+    informers.start()
+    assert await informers.wait_for_cache_sync(timeout=5)
+    selector = parse_selector(text)
+    everything_in_a = lister.list("a")
+    expected = [p.name for p in everything_in_a if selector.matches(p.labels)]
+    assert [p.name for p in lister.list("a", selector)] == expected
+    assert all(p.namespace == "a" for p in lister.list("a", selector))
+    await informers.stop()
+
+
+async def test_nothing_selector_selects_no_pods(world: tuple[MultiAPI, SharedInformers]) -> None:
+    from hpactl.model.selectors import Selector
+
+    _, informers = world
+    pods = informers.pod_lister()
+    informers.start()
+    assert await informers.wait_for_cache_sync(timeout=5)
+    assert pods.list("a", Selector.nothing()) == []
+    assert len(pods.list("a", Selector.everything())) == 3
