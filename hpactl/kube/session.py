@@ -1,0 +1,398 @@
+"""One API client per process, rate-limited and timed out like client-go's rest client.
+
+Public API
+----------
+``KubeSession(*, kubeconfig=None, master=None, context=None, qps=20.0, burst=30,
+request_timeout=30.0, connect_timeout=10.0, on_request=None, user_agent=None,
+limiter=None)``
+    Async context manager. ``async with KubeSession(master=emu.url) as s:`` builds a
+    kubernetes_asyncio ``ApiClient`` inside the running loop and closes it on exit.
+    Configuration follows client-go's ``BuildConfigFromFlags``: ``master`` overrides the
+    kubeconfig's server; with neither given, in-cluster config is tried, then the
+    default kubeconfig (``$KUBECONFIG`` / ``~/.kube/config``).
+
+``await s.send(method, path, *, query=None, body=None, content_type=None,
+timeout=None, verb=None) -> Response``
+    One request; reads the whole body. Never raises for HTTP statuses (see
+    ``hpactl.kube.requests`` for the JSON helpers that do); raises
+    ``errors.TransportError`` / ``errors.RequestTimeout`` when no response arrives.
+
+``s.stream(path, *, query=None, read_timeout, verb="watch")``
+    Async context manager yielding an open ``StreamResponse`` (status, headers,
+    ``readline()``); each read waits at most ``read_timeout`` seconds.
+
+``s.on_request``
+    ``Callable[[verb, resource, code, seconds], None] | None``; called once per request
+    after the response headers arrive (or the transport failed, code ``"<error>"``).
+    ``verb`` is the Kubernetes verb (get, list, watch, create, update, patch, delete),
+    ``resource`` the path's resource (``pods``, ``deployments.apps/scale``), ``code``
+    the HTTP status as a string. Observability sets it; it must not raise.
+
+``TokenBucket(qps, burst, *, monotonic=time.monotonic, sleep=asyncio.sleep)``
+    client-go's ``flowcontrol.NewTokenBucketRateLimiter``: ``await wait()`` blocks
+    until a token is free; qps <= 0 disables limiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from hpactl import __version__
+from hpactl.kube.errors import RequestTimeout, TransportError
+from hpactl.kube.paths import RequestInfo, parse_path
+
+__all__ = [
+    "JSON_CONTENT_TYPE",
+    "KubeSession",
+    "RequestHook",
+    "Response",
+    "StreamResponse",
+    "TokenBucket",
+    "default_user_agent",
+]
+
+JSON_CONTENT_TYPE = "application/json"
+
+RequestHook = Callable[[str, str, str, float], None]
+"""on_request(verb, resource, code, seconds)."""
+
+QueryParams = Mapping[str, str | int | bool] | Sequence[tuple[str, str]]
+
+
+def default_user_agent() -> str:
+    return f"hpactl/{__version__}"
+
+
+class TokenBucket:
+    """A token bucket like golang.org/x/time/rate as client-go uses it.
+
+    ``wait()`` reserves a token (the balance may go negative) and sleeps until that
+    reservation is due, so waiters are served in arrival order at exactly ``qps``.
+    """
+
+    __slots__ = ("_burst", "_last", "_monotonic", "_qps", "_sleep", "_tokens")
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._qps = float(qps)
+        self._burst = max(1, int(burst))
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._tokens = float(self._burst)
+        self._last = monotonic()
+
+    @property
+    def qps(self) -> float:
+        return self._qps
+
+    @property
+    def burst(self) -> int:
+        return self._burst
+
+    def reserve(self) -> float:
+        """Take one token; return how many seconds the caller must wait for it."""
+        if self._qps <= 0:
+            return 0.0
+        now = self._monotonic()
+        elapsed = max(0.0, now - self._last)
+        self._last = now
+        self._tokens = min(float(self._burst), self._tokens + elapsed * self._qps)
+        self._tokens -= 1.0
+        if self._tokens >= 0:
+            return 0.0
+        return -self._tokens / self._qps
+
+    async def wait(self) -> None:
+        delay = self.reserve()
+        if delay > 0:
+            await self._sleep(delay)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A complete HTTP response."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    method: str
+    info: RequestInfo
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("Content-Type", "")
+
+
+class StreamResponse:
+    """An open streaming response (watch). Lines are read with an inactivity bound."""
+
+    __slots__ = ("_resp", "info", "method")
+
+    def __init__(self, resp: aiohttp.ClientResponse, method: str, info: RequestInfo) -> None:
+        self._resp = resp
+        self.method = method
+        self.info = info
+
+    @property
+    def status(self) -> int:
+        return self._resp.status
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._resp.headers
+
+    async def read(self) -> bytes:
+        """The whole remaining body (for error responses)."""
+        try:
+            return await self._resp.read()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _transport_error(self.method, str(self._resp.url), exc) from exc
+
+    async def readline(self) -> bytes:
+        """Next line; b"" at end of stream. Raises RequestTimeout on read inactivity."""
+        try:
+            return await self._resp.content.readline()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _transport_error(self.method, str(self._resp.url), exc) from exc
+
+
+def _transport_error(method: str, url: str, exc: BaseException) -> TransportError:
+    # Go's url.Error reads `Get "https://host/path": <cause>`.
+    op = method[:1].upper() + method[1:].lower()
+    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
+        return RequestTimeout(f'{op} "{url}": context deadline exceeded')
+    cause = str(exc) or type(exc).__name__
+    return TransportError(f'{op} "{url}": {cause}')
+
+
+def _kube_verb(method: str, info: RequestInfo, query: QueryParams | None) -> str:
+    m = method.upper()
+    if m == "GET":
+        watching = False
+        if query is not None:
+            items = query.items() if isinstance(query, Mapping) else query
+            watching = any(k == "watch" and str(v).lower() in ("1", "t", "true") for k, v in items)
+        if watching:
+            return "watch"
+        return "get" if info.name else "list"
+    return {
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete",
+    }.get(m, m.lower())
+
+
+def _query_list(query: QueryParams | None) -> list[tuple[str, str]]:
+    if query is None:
+        return []
+    items = query.items() if isinstance(query, Mapping) else query
+    out: list[tuple[str, str]] = []
+    for k, v in items:
+        if isinstance(v, bool):
+            out.append((k, "true" if v else "false"))
+        else:
+            out.append((k, str(v)))
+    return out
+
+
+class KubeSession:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        kubeconfig: str | None = None,
+        master: str | None = None,
+        context: str | None = None,
+        qps: float = 20.0,
+        burst: int = 30,
+        request_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        on_request: RequestHook | None = None,
+        user_agent: str | None = None,
+        limiter: TokenBucket | None = None,
+    ) -> None:
+        self._kubeconfig = kubeconfig
+        self._master = master
+        self._context = context
+        self.request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self.on_request = on_request
+        self.user_agent = user_agent or default_user_agent()
+        self.limiter = limiter if limiter is not None else TokenBucket(qps, burst)
+        self._api: Any = None
+
+    # -- lifecycle -------------------------------------------------------------
+    async def __aenter__(self) -> KubeSession:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        # Imported lazily: the client package is heavy (~0.8 s) and only the shell needs it.
+        from kubernetes_asyncio.client import ApiClient, Configuration
+        from kubernetes_asyncio.config import load_incluster_config, load_kube_config
+
+        cfg = Configuration()
+        if self._kubeconfig:
+            await load_kube_config(
+                config_file=self._kubeconfig,
+                context=self._context,
+                client_configuration=cfg,
+                persist_config=False,
+            )
+        elif not self._master:
+            if os.environ.get("KUBERNETES_SERVICE_HOST"):
+                load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+            else:
+                await load_kube_config(
+                    context=self._context, client_configuration=cfg, persist_config=False
+                )
+        if self._master:
+            cfg.host = self._master.rstrip("/")
+        api = ApiClient(configuration=cfg)
+        api.user_agent = self.user_agent
+        self._api = api
+
+    async def close(self) -> None:
+        if self._api is not None:
+            api, self._api = self._api, None
+            await api.close()
+
+    @property
+    def host(self) -> str:
+        return str(self._require().configuration.host)
+
+    @property
+    def api_client(self) -> Any:
+        """The underlying kubernetes_asyncio ApiClient (for the rare typed call)."""
+        return self._require()
+
+    def _require(self) -> Any:
+        if self._api is None:
+            raise RuntimeError("KubeSession is not open (use `async with KubeSession(...)`)")
+        return self._api
+
+    # -- requests --------------------------------------------------------------
+    async def _headers(self, query: list[tuple[str, str]], content_type: str) -> dict[str, str]:
+        api = self._require()
+        headers: dict[str, str] = dict(api.default_headers)
+        headers["Accept"] = JSON_CONTENT_TYPE
+        headers["Content-Type"] = content_type
+        await api.update_params_for_auth(headers, query, ["BearerToken"])
+        return headers
+
+    def _report(self, verb: str, info: RequestInfo, code: str, started: float) -> None:
+        hook = self.on_request
+        if hook is None:
+            return
+        with contextlib.suppress(Exception):  # observability must never break a request
+            hook(verb, info.metric_resource, code, time.monotonic() - started)
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: QueryParams | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+        verb: str | None = None,
+    ) -> Response:
+        api = self._require()
+        info = parse_path(path)
+        qlist = _query_list(query)
+        kverb = verb or _kube_verb(method, info, qlist)
+        headers = await self._headers(qlist, content_type or JSON_CONTENT_TYPE)
+        total = self.request_timeout if timeout is None else timeout
+        ctimeout = aiohttp.ClientTimeout(total=total, connect=min(self.connect_timeout, total))
+        url = api.configuration.host + path
+        await self.limiter.wait()
+        started = time.monotonic()
+        try:
+            # The whole exchange (headers and body) is bounded by `total`.
+            async with asyncio.timeout(total):
+                resp = await api.rest_client.request(
+                    method.upper(),
+                    url,
+                    query_params=qlist,
+                    headers=headers,
+                    body=body,
+                    _preload_content=False,
+                    _request_timeout=ctimeout,
+                )
+                self._report(kverb, info, str(resp.status), started)
+                try:
+                    data = await resp.read()
+                finally:
+                    resp.release()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            if not isinstance(exc, aiohttp.ClientResponseError):
+                self._report(kverb, info, "<error>", started)
+            raise _transport_error(method, url, exc) from exc
+        return Response(
+            status=resp.status,
+            headers=dict(resp.headers),
+            body=data,
+            method=method.upper(),
+            info=info,
+        )
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        path: str,
+        *,
+        query: QueryParams | None = None,
+        read_timeout: float,
+        verb: str = "watch",
+    ) -> AsyncIterator[StreamResponse]:
+        api = self._require()
+        info = parse_path(path)
+        qlist = _query_list(query)
+        headers = await self._headers(qlist, JSON_CONTENT_TYPE)
+        ctimeout = aiohttp.ClientTimeout(
+            total=None,
+            connect=self.connect_timeout,
+            sock_connect=self.connect_timeout,
+            sock_read=read_timeout,
+        )
+        url = api.configuration.host + path
+        await self.limiter.wait()
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.connect_timeout + read_timeout):
+                resp = await api.rest_client.request(
+                    "GET",
+                    url,
+                    query_params=qlist,
+                    headers=headers,
+                    _preload_content=False,
+                    _request_timeout=ctimeout,
+                )
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            self._report(verb, info, "<error>", started)
+            raise _transport_error("GET", url, exc) from exc
+        self._report(verb, info, str(resp.status), started)
+        try:
+            yield StreamResponse(resp, "GET", info)
+        finally:
+            resp.close()

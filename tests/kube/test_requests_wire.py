@@ -1,0 +1,235 @@
+"""Wire behaviour of session + requests against a scripted loopback server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aiohttp import web
+
+from hpactl import __version__
+from hpactl.kube import errors
+from hpactl.kube.requests import (
+    create_json,
+    get_json,
+    list_json,
+    patch_json,
+    watch_stream,
+)
+from hpactl.kube.session import KubeSession
+
+from .fakeserver import fake_server
+
+PODS = "/api/v1/namespaces/ns/pods"
+PM = "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods"
+
+
+async def test_get_sends_user_agent_and_reports_request() -> None:
+    calls: list[tuple[str, str, str]] = []
+    async with fake_server() as srv:
+        srv.json("GET", PODS + "/p1", {"kind": "Pod", "metadata": {"name": "p1"}})
+        async with KubeSession(
+            master=srv.url, on_request=lambda v, r, c, s: calls.append((v, r, c))
+        ) as s:
+            obj = await get_json(s, PODS + "/p1")
+    assert obj["metadata"]["name"] == "p1"
+    assert srv.requests[0].headers["User-Agent"] == f"hpactl/{__version__}"
+    assert calls == [("get", "pods", "200")]
+
+
+async def test_status_body_message_is_kept_verbatim() -> None:
+    async with fake_server() as srv:
+        srv.json(
+            "GET",
+            "/apis/apps/v1/namespaces/ns/deployments/web/scale",
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "status": "Failure",
+                "message": 'deployments.apps "web" not found',
+                "reason": "NotFound",
+                "code": 404,
+            },
+            status=404,
+        )
+        async with KubeSession(master=srv.url) as s:
+            with pytest.raises(errors.NotFound) as ei:
+                await get_json(s, "/apis/apps/v1/namespaces/ns/deployments/web/scale")
+    assert str(ei.value) == 'deployments.apps "web" not found'
+    assert ei.value.code == 404
+
+
+async def test_text_503_reads_like_client_go() -> None:
+    async def h(_: web.Request) -> web.StreamResponse:
+        return web.Response(status=503, text="service unavailable\n")
+
+    async with fake_server() as srv:
+        srv.route("GET", PM, h)
+        async with KubeSession(master=srv.url) as s:
+            with pytest.raises(errors.ServiceUnavailable) as ei:
+                await list_json(s, PM, label_selector="app=web")
+    assert ei.value.message == (
+        "the server is currently unable to handle the request (get pods.metrics.k8s.io)"
+    )
+
+
+async def test_generic_500_and_conflict_on_post() -> None:
+    async def boom(_: web.Request) -> web.StreamResponse:
+        return web.Response(status=500, text="boom")
+
+    async def clash(_: web.Request) -> web.StreamResponse:
+        return web.Response(status=409, body=b"{}", content_type="application/json")
+
+    async with fake_server() as srv:
+        srv.route("GET", PODS + "/x", boom)
+        srv.route("POST", PODS, clash)
+        async with KubeSession(master=srv.url) as s:
+            with pytest.raises(errors.InternalError) as e1:
+                await get_json(s, PODS + "/x")
+            with pytest.raises(errors.AlreadyExists) as e2:
+                await create_json(s, PODS, {"metadata": {"name": "x"}})
+    assert e1.value.message == (
+        'an error on the server ("boom") has prevented the request from succeeding (get pods x)'
+    )
+    assert e2.value.message == "the server reported a conflict (post pods)"
+    assert not isinstance(e2.value, errors.Conflict)
+
+
+async def test_list_pages_with_continue() -> None:
+    async def pager(req: web.Request) -> web.StreamResponse:
+        cont = req.query.get("continue", "")
+        n = int(cont or 0)
+        items = [{"metadata": {"name": f"p{n}"}}]
+        meta = {"resourceVersion": "42"}
+        if n < 2:
+            meta["continue"] = str(n + 1)
+        return web.json_response({"kind": "PodList", "metadata": meta, "items": items})
+
+    async with fake_server() as srv:
+        srv.route("GET", PODS, pager)
+        async with KubeSession(master=srv.url) as s:
+            res = await list_json(s, PODS, limit=1, resource_version="0")
+    assert [i["metadata"]["name"] for i in res.items] == ["p0", "p1", "p2"]
+    assert res.resource_version == "42"
+    assert [r.query.get("limit") for r in srv.requests] == ["1", "1", "1"]
+    # resourceVersion only on the first page
+    assert [r.query.get("resourceVersion") for r in srv.requests] == ["0", None, None]
+
+
+async def test_list_falls_back_to_full_list_when_token_expires() -> None:
+    async def pager(req: web.Request) -> web.StreamResponse:
+        if req.query.get("continue"):
+            return web.json_response(
+                {
+                    "kind": "Status",
+                    "status": "Failure",
+                    "reason": "Expired",
+                    "code": 410,
+                    "message": "The provided continue parameter is too old",
+                },
+                status=410,
+            )
+        if "limit" in req.query:
+            return web.json_response(
+                {"metadata": {"continue": "t", "resourceVersion": "5"}, "items": [{"n": 1}]}
+            )
+        return web.json_response(
+            {"metadata": {"resourceVersion": "6"}, "items": [{"n": 1}, {"n": 2}]}
+        )
+
+    async with fake_server() as srv:
+        srv.route("GET", PODS, pager)
+        async with KubeSession(master=srv.url) as s:
+            res = await list_json(s, PODS, limit=1)
+    assert res.items == [{"n": 1}, {"n": 2}]
+    assert res.resource_version == "6"
+
+
+@pytest.mark.parametrize(
+    ("ptype", "ctype"),
+    [
+        ("merge", "application/merge-patch+json"),
+        ("strategic", "application/strategic-merge-patch+json"),
+        ("json", "application/json-patch+json"),
+    ],
+)
+async def test_patch_content_types(ptype: str, ctype: str) -> None:
+    async def echo(req: web.Request) -> web.StreamResponse:
+        return web.json_response({"ct": req.headers["Content-Type"]})
+
+    async with fake_server() as srv:
+        srv.route("PATCH", PODS + "/p", echo)
+        async with KubeSession(master=srv.url) as s:
+            out = await patch_json(
+                s, PODS + "/p", [{"op": "add"}] if ptype == "json" else {"a": 1}, patch_type=ptype
+            )
+    assert out["ct"] == ctype
+
+
+async def test_request_timeout_raises() -> None:
+    async def hang(_: web.Request) -> web.StreamResponse:
+        await srv.release.wait()
+        return web.json_response({})
+
+    codes: list[str] = []
+    async with fake_server() as srv:
+        srv.route("GET", PODS + "/slow", hang)
+        async with KubeSession(master=srv.url, on_request=lambda v, r, c, s: codes.append(c)) as s:
+            with pytest.raises(errors.RequestTimeout) as ei:
+                await get_json(s, PODS + "/slow", timeout=0.2)
+    assert ei.value.message.startswith('Get "http://127.0.0.1:')
+    assert codes == ["<error>"]
+
+
+async def test_watch_stream_yields_events_and_raises_gone() -> None:
+    async def w(req: web.Request) -> web.StreamResponse:
+        assert req.query["watch"] == "true"
+        assert req.query["allowWatchBookmarks"] == "true"
+        resp = web.StreamResponse()
+        resp.content_type = "application/json"
+        await resp.prepare(req)
+        for ev in (
+            {"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "2"}}},
+            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "3"}}},
+            {
+                "type": "ERROR",
+                "object": {
+                    "kind": "Status",
+                    "status": "Failure",
+                    "code": 410,
+                    "reason": "Expired",
+                    "message": "too old resource version: 1 (3)",
+                },
+            },
+        ):
+            await resp.write(json.dumps(ev).encode() + b"\n")
+        await resp.write_eof()
+        return resp
+
+    seen: list[str] = []
+    async with fake_server() as srv:
+        srv.route("GET", PODS, w)
+        async with KubeSession(master=srv.url) as s:
+            with pytest.raises(errors.Gone) as ei:
+                async for ev in watch_stream(s, PODS, resource_version="1"):
+                    seen.append(ev["type"])
+    assert seen == ["ADDED", "BOOKMARK"]
+    assert ei.value.message == "too old resource version: 1 (3)"
+
+
+async def test_watch_read_inactivity_times_out() -> None:
+    async def w(req: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse()
+        await resp.prepare(req)
+        await resp.write(b'{"type":"ADDED","object":{}}\n')
+        await srv.release.wait()
+        return resp
+
+    async with fake_server() as srv:
+        srv.route("GET", PODS, w)
+        async with KubeSession(master=srv.url) as s:
+            got = []
+            with pytest.raises(errors.RequestTimeout):
+                async for ev in watch_stream(s, PODS, read_timeout=0.3):
+                    got.append(ev)
+    assert len(got) == 1
