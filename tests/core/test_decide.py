@@ -34,6 +34,7 @@ from core_builders import (
 
 from hpactl.core.decide import (
     CoreConfig,
+    Outcome,
     ScaleWriteResult,
     decide,
     finalize,
@@ -66,7 +67,7 @@ VALID_CPU = (
 BEHAVIOR_FAST_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 0}}
 
 
-def ev(outcome):  # noqa: ANN001, ANN202 - tiny test helper
+def ev(outcome: Outcome) -> list[tuple[str, str, str]]:
     return [(e.type, e.reason, e.message) for e in outcome.events]
 
 
@@ -76,7 +77,7 @@ def ev(outcome):  # noqa: ANN001, ANN202 - tiny test helper
 def test_scale_up_on_cpu_legacy() -> None:
     ps = pods(3)
     out = reconcile(inputs(hpa(), 3, [samples(ps, 900)], ps))
-    # utilization 90% vs 50% → ratio 1.8 → ceil(1.8 × 3) = 6; legacy cap max(2×3, 4) = 6.
+    # utilization 90% vs 50% → ratio 1.8 → ceil(1.8 x 3) = 6; legacy cap max(2x3, 4) = 6.
     assert out.rescaled and out.desired_replicas == 6
     assert ev(out) == [
         ("Normal", "SuccessfulRescale", f"New size: 6; reason: {CPU_NAME} above target")
@@ -109,7 +110,7 @@ def test_scale_up_on_cpu_legacy() -> None:
 
 
 def test_upscale_cap_legacy() -> None:
-    # TestUpscaleCap: 3 replicas, proposal far above → max(2×3, 4) = 6, ScaleUpLimit.
+    # TestUpscaleCap: 3 replicas, proposal far above → max(2x3, 4) = 6, ScaleUpLimit.
     ps = pods(3, cpu_request="100m")
     out = reconcile(inputs(hpa(max_replicas=100, metrics=[cpu(10)]), 3, [samples(ps, 300)], ps))
     assert out.desired_replicas == 6
@@ -553,8 +554,8 @@ def test_first_of_equal_proposals_names_the_reason() -> None:
 def test_object_metric_status_and_name() -> None:
     ps = pods(2)
     out = reconcile(inputs(hpa(metrics=[obj()]), 2, [obj_value(40_000)], ps))
-    # ratio 4 × 2 ready pods = 8
-    assert out.desired_replicas == 4  # legacy cap max(2×2, 4)
+    # ratio 4 x 2 ready pods = 8
+    assert out.desired_replicas == 4  # legacy cap max(2x2, 4)
     assert ev(out)[0][2] == "New size: 4; reason: Ingress metric rps above target"
     assert out.status_raw["currentMetrics"] == [
         {
