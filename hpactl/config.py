@@ -933,17 +933,30 @@ def build_config(
     values["warnings"] = tuple(warnings)
 
     config = _with_values(ControllerConfig(), values)
-    validate(config, names)
+    validate(config, names, frozenset(values) - {"feature_gates", "otel", "warnings"})
     return config
 
 
-def validate(config: ControllerConfig, names: Mapping[str, str] | None = None) -> None:
-    """Semantic checks; ``names`` says how to call each setting (flag or file field)."""
+def validate(
+    config: ControllerConfig,
+    names: Mapping[str, str] | None = None,
+    given: frozenset[str] = frozenset(),
+) -> None:
+    """Semantic checks.
+
+    ``names`` says how to call each setting in messages (its flag, or
+    ``<file>: <field>``); ``given`` holds the keys set by a flag or the file, so a
+    conflict between two settings blames the one the operator actually set.
+    """
 
     def name(key: str) -> str:
         if names is not None and key in names:
             return names[key]
         return SETTINGS_BY_KEY[key].flag
+
+    def short(key: str) -> str:
+        # How to mention the other side of a conflict: the field or flag alone.
+        return name(key).rpartition(": ")[2]
 
     d = format_go_duration
     hpa = config.hpa
@@ -990,18 +1003,32 @@ def validate(config: ControllerConfig, names: Mapping[str, str] | None = None) -
             value = _get_path(config, key)
             if value <= timedelta(0):
                 raise ConfigError(f"{name(key)}: must be greater than 0, got {d(value)}")
+        lease, renew, retry = (
+            "leader_election.lease_duration",
+            "leader_election.renew_deadline",
+            "leader_election.retry_period",
+        )
+        # client-go leaderelection.NewLeaderElector: LeaseDuration > RenewDeadline.
         if le.renew_deadline >= le.lease_duration:
+            if renew in given or lease not in given:
+                raise ConfigError(
+                    f"{name(renew)}: must be less than {short(lease)} "
+                    f"({d(le.renew_deadline)} >= {d(le.lease_duration)})"
+                )
             raise ConfigError(
-                f"{name('leader_election.renew_deadline')}: must be less than "
-                f"{name('leader_election.lease_duration')} "
-                f"({d(le.renew_deadline)} >= {d(le.lease_duration)})"
+                f"{name(lease)}: must be greater than {short(renew)} "
+                f"({d(le.lease_duration)} <= {d(le.renew_deadline)})"
             )
-        # client-go leaderelection: RenewDeadline must exceed JitterFactor (1.2) * RetryPeriod.
+        # ... and RenewDeadline > JitterFactor (1.2) * RetryPeriod.
         if le.renew_deadline <= le.retry_period * 1.2:
+            if renew in given or retry not in given:
+                raise ConfigError(
+                    f"{name(renew)}: must be greater than 1.2 x {short(retry)} "
+                    f"({d(le.renew_deadline)} <= 1.2 x {d(le.retry_period)})"
+                )
             raise ConfigError(
-                f"{name('leader_election.renew_deadline')}: must be greater than 1.2 x "
-                f"{name('leader_election.retry_period')} "
-                f"({d(le.renew_deadline)} <= 1.2 x {d(le.retry_period)})"
+                f"{name(retry)}: must be less than {short(renew)} / 1.2 "
+                f"({d(le.retry_period)} >= {d(le.renew_deadline)} / 1.2)"
             )
     if le.resource_lock != "leases":
         raise ConfigError(

@@ -394,7 +394,7 @@ def test_go_durations(text: str, expected: timedelta) -> None:
         ),
         (
             ["--leader-elect-retry-period=9s"],
-            "--leader-elect-renew-deadline: must be greater than 1.2 x --leader-elect-retry-period (10s <= 1.2 x 9s)",
+            "--leader-elect-retry-period: must be less than --leader-elect-renew-deadline / 1.2 (9s >= 10s / 1.2)",
         ),
         (
             ["--leader-elect-resource-lock=endpoints"],
