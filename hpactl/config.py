@@ -549,14 +549,17 @@ _GO_FLOAT = re.compile(
 
 def parse_go_int(text: str, bits: int = 32) -> int:
     """Go ``strconv.ParseInt(text, 0, bits)``; ValueError with Go's message."""
+    syntax = ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
     if not _GO_INT.match(text) or "__" in text or text.endswith("_"):
-        raise ValueError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+        raise syntax
     body = text.lstrip("+-")
-    negative = text.startswith("-")
-    if re.match(r"0[0-7_]+\Z", body):  # Go base 0: a leading 0 means octal
+    if re.match(r"0[0-7_]+\Z", body):  # Go base 0: a bare leading 0 means octal
         body = "0o" + body[1:]
-    value = int(body.replace("_", ""), 0) if body not in ("0",) else 0
-    if negative:
+    try:
+        value = int(body, 0)
+    except ValueError:
+        raise syntax from None
+    if text.startswith("-"):
         value = -value
     if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
         raise ValueError(f'strconv.ParseInt: parsing "{text}": value out of range')

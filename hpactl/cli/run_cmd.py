@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
+from hpactl import __version__
 from hpactl.config import (
     SECTIONS,
     SETTINGS,
@@ -128,16 +129,23 @@ def build_run_parser() -> argparse.ArgumentParser:
     globals_.add_argument(
         "-h", "--help", action="store_true", default=argparse.SUPPRESS, help="help for run"
     )
+    globals_.add_argument(
+        "--version",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="Print version information and quit",
+    )
     return parser
 
 
-def _wants_help(argv: Iterable[str]) -> bool:
+def _first_global(argv: Iterable[str]) -> str | None:
+    """``--help`` or ``--version`` if given (before ``--``): they win over other flags."""
     for arg in argv:
         if arg == "--":
-            return False
-        if arg in ("-h", "--help"):
-            return True
-    return False
+            return None
+        if arg in ("-h", "--help", "--version"):
+            return arg
+    return None
 
 
 def parse_run_config(argv: Sequence[str], env: Mapping[str, str]) -> ControllerConfig:
@@ -157,13 +165,18 @@ def parse_run_config(argv: Sequence[str], env: Mapping[str, str]) -> ControllerC
             raise ConfigError(f'unexpected argument "{rest[0]}": run takes only flags')
     given: dict[str, Any] = dict(vars(namespace))
     given.pop("help", None)
+    given.pop("version", None)
     gates: list[str] = given.pop("feature_gates", [])
     return build_config(given, gates, env)
 
 
 def _run(args: argparse.Namespace) -> int:
     argv: list[str] = list(args.run_argv)
-    if _wants_help(argv):
+    wanted = _first_global(argv)
+    if wanted == "--version":
+        print(f"hpactl {__version__}")
+        return 0
+    if wanted is not None:
         build_run_parser().print_help()
         return 0
     try:

@@ -9,7 +9,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -182,9 +182,6 @@ class FeatureGates:
     def as_dict(self) -> dict[str, bool]:
         """Every known gate with its effective value, sorted by name."""
         return {name: self.enabled(name) for name in sorted(KNOWN_GATES)}
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(KNOWN_GATES))
 
     def __str__(self) -> str:
         """featuregate.go ``String``: sorted ``Name=bool`` pairs of the gates that were set."""

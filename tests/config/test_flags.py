@@ -468,7 +468,9 @@ def test_parse_go_int(text: str, expected: int) -> None:
     assert parse_go_int(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", " 1", "1 ", "1.0", "08", "_1", "1__0", "0x", "abc"])
+@pytest.mark.parametrize(
+    "text", ["", " 1", "1 ", "1.0", "08", "_1", "1__0", "0x", "0o", "0b", "0x_", "abc", "--1"]
+)
 def test_parse_go_int_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="invalid syntax"):
         parse_go_int(text)

@@ -133,3 +133,11 @@ def test_invalid_configuration_prints_only_the_error() -> None:
     result = run("--horizontal-pod-autoscaler-upscale-delay=1m", "--kube-api-burst=0")
     assert result.returncode == 2
     assert result.stderr == "hpactl run: error: --kube-api-burst: must be greater than 0, got 0\n"
+
+
+def test_version() -> None:
+    from hpactl import __version__
+
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout == f"hpactl {__version__}\n"
