@@ -1,0 +1,168 @@
+"""Version conversion and API defaulting for the kinds the emulator stores once.
+
+HorizontalPodAutoscalers are stored as autoscaling/v2 and converted with
+`hpactl.model.conversion` (v2-only fields ride in the v1 annotations, as the API
+server does).  Events are stored as core/v1 and shown as events.k8s.io/v1 with the
+field mapping of `k8s.io/kubernetes/pkg/apis/events/v1/conversion.go`.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from typing import Any
+
+from hpactl.emulator.registry import ResourceType
+
+Obj = dict[str, Any]
+
+# core/v1 Event field <-> events.k8s.io/v1 Event field
+_EVENT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("involvedObject", "regarding"),
+    ("message", "note"),
+    ("source", "deprecatedSource"),
+    ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"),
+    ("count", "deprecatedCount"),
+    ("reportingComponent", "reportingController"),
+)
+
+
+def _hpa_module() -> Any:
+    return importlib.import_module("hpactl.model.conversion")
+
+
+def to_storage(rt: ResourceType, obj: Obj) -> Obj:
+    """Convert an object of served version `rt.version` to the storage version."""
+    if rt.version == rt.stored_version:
+        return obj
+    if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
+        out: Obj = _hpa_module().hpa_v1_to_v2(obj)
+        out["apiVersion"] = "autoscaling/v2"
+        out["kind"] = "HorizontalPodAutoscaler"
+        return out
+    if rt.group == "events.k8s.io" and rt.plural == "events":
+        return events_v1_to_core(obj)
+    out = copy.deepcopy(obj)
+    out["apiVersion"] = f"{rt.group}/{rt.stored_version}" if rt.group else rt.stored_version
+    return out
+
+
+def from_storage(rt: ResourceType, obj: Obj) -> Obj:
+    """Convert a stored object to served version `rt.version`. May return `obj` itself."""
+    if rt.group == "events.k8s.io" and rt.plural == "events":
+        return core_to_events_v1(obj)
+    if rt.version == rt.stored_version:
+        return obj
+    if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
+        out: Obj = _hpa_module().hpa_v2_to_v1(obj)
+        out["apiVersion"] = "autoscaling/v1"
+        out["kind"] = "HorizontalPodAutoscaler"
+        return out
+    out = copy.deepcopy(obj)
+    out["apiVersion"] = rt.group_version
+    return out
+
+
+def core_to_events_v1(obj: Obj) -> Obj:
+    out: Obj = {"kind": "Event", "apiVersion": "events.k8s.io/v1"}
+    for k, v in obj.items():
+        if k in ("kind", "apiVersion"):
+            continue
+        mapped = next((b for a, b in _EVENT_FIELDS if a == k), k)
+        out[mapped] = v
+    return out
+
+
+def events_v1_to_core(obj: Obj) -> Obj:
+    out: Obj = {"kind": "Event", "apiVersion": "v1"}
+    for k, v in obj.items():
+        if k in ("kind", "apiVersion"):
+            continue
+        mapped = next((a for a, b in _EVENT_FIELDS if b == k), k)
+        out[mapped] = copy.deepcopy(v)
+    return out
+
+
+def _default_workload(obj: Obj, kind: str) -> None:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("replicas", 1)
+    if kind == "Deployment":
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault("progressDeadlineSeconds", 600)
+        spec.setdefault(
+            "strategy",
+            {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
+            },
+        )
+    elif kind == "ReplicationController":
+        # An RC's selector defaults to its template's labels.
+        tmpl = spec.get("template") or {}
+        labels = (tmpl.get("metadata") or {}).get("labels")
+        if not spec.get("selector") and labels:
+            spec["selector"] = dict(labels)
+    elif kind == "StatefulSet":
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        spec.setdefault("revisionHistoryLimit", 10)
+        spec.setdefault(
+            "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+        )
+
+
+def default_object(rt: ResourceType, obj: Obj) -> None:
+    """The API defaulting the emulator applies on every write, in place."""
+    if rt.custom:
+        return
+    if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
+        try:
+            defaulted = _hpa_module().default_hpa_v2(obj)
+        except ImportError:  # conversion module not present yet: store as given
+            return
+        if defaulted is not obj:
+            obj.clear()
+            obj.update(defaulted)
+        return
+    if rt.plural in ("deployments", "replicasets", "statefulsets", "replicationcontrollers"):
+        _default_workload(obj, rt.kind)
+        status = obj.get("status")
+        if isinstance(status, dict) and "replicas" not in status:
+            pass
+        return
+    if rt.plural == "namespaces" and not rt.group:
+        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+        obj.setdefault("status", {"phase": "Active"})
+        return
+    if rt.plural == "pods" and not rt.group:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            spec.setdefault("restartPolicy", "Always")
+            spec.setdefault("terminationGracePeriodSeconds", 30)
+            spec.setdefault("dnsPolicy", "ClusterFirst")
+            spec.setdefault("schedulerName", "default-scheduler")
+            spec.setdefault("enableServiceLinks", True)
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
+        return
+
+
+def _qos_class(pod: Obj) -> str:
+    containers = (pod.get("spec") or {}).get("containers") or []
+    requests_any = False
+    guaranteed = bool(containers)
+    for c in containers:
+        res = c.get("resources") or {}
+        req = res.get("requests") or {}
+        lim = res.get("limits") or {}
+        if req or lim:
+            requests_any = True
+        for r in ("cpu", "memory"):
+            if r not in lim or (r in req and req[r] != lim[r]):
+                guaranteed = False
+    if guaranteed:
+        return "Guaranteed"
+    return "Burstable" if requests_any else "BestEffort"

@@ -1,0 +1,292 @@
+"""`Emulator`: the API server in-process (tests, simulate, demo) or standalone."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import secrets
+import socket
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from hpactl.emulator.convert import default_object, to_storage
+from hpactl.emulator.registry import Registry, builtin_registry
+from hpactl.emulator.server import ApiServer, ServerConfig, ServerHooks
+from hpactl.emulator.store import Store
+
+Obj = dict[str, Any]
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+ADMIN_USER = "admin"
+ADMIN_GROUPS = ["system:masters", "system:authenticated"]
+RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ServiceAccount")
+_KIND_KEYS = {
+    "Role": ("rbac.authorization.k8s.io", "roles"),
+    "ClusterRole": ("rbac.authorization.k8s.io", "clusterroles"),
+    "RoleBinding": ("rbac.authorization.k8s.io", "rolebindings"),
+    "ClusterRoleBinding": ("rbac.authorization.k8s.io", "clusterrolebindings"),
+    "ServiceAccount": ("", "serviceaccounts"),
+}
+
+
+class Emulator:
+    """A Kubernetes API server on 127.0.0.1 for hpactl's tests and demos.
+
+    `async with Emulator() as emu:` starts it on an ephemeral port (`emu.url`).
+    `emu.store` gives direct, synchronous access to the objects (see Store).
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        history_size: int = 10_000,
+        bookmark_interval: float = 60.0,
+        min_request_timeout: float = 1800.0,
+        now: Callable[[], datetime] | None = None,
+        auth: bool = False,
+        faults: Any = None,
+        metrics: bool = True,
+        namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+        git_version: str = "v1.32.0",
+    ) -> None:
+        self.host = host
+        self._requested_port = port
+        self.registry: Registry = builtin_registry()
+        self.now: Callable[[], datetime] = now or (lambda: datetime.now(UTC))
+        self.store = Store(
+            self.registry,
+            history_size=history_size,
+            now=lambda: self.now(),
+            to_storage=to_storage,
+            defaulter=default_object,
+        )
+        self.admin_token = secrets.token_urlsafe(24)
+        self._tokens: dict[str, tuple[str, list[str]]] | None = (
+            {self.admin_token: (ADMIN_USER, list(ADMIN_GROUPS))} if auth else None
+        )
+        self.auth = auth
+        self.metrics: Any = self._make_metrics_state() if metrics else None
+        authorizer: Any = None
+        if auth:
+            try:
+                from hpactl.emulator.rbac import Authorizer
+            except ImportError:
+                authorizer = None
+            else:
+                authorizer = Authorizer(self.objects_of_kind)
+        self.faults: Any = faults
+        self.server = ApiServer(
+            self.store,
+            self.registry,
+            ServerConfig(
+                bookmark_interval=bookmark_interval,
+                min_request_timeout=min_request_timeout,
+                git_version=git_version,
+            ),
+            ServerHooks(
+                faults=faults, authorizer=authorizer, metrics=self.metrics, tokens=self._tokens
+            ),
+        )
+        for ns in namespaces:
+            self.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # ---- hooks for other modules -----------------------------------------------------------
+
+    def _make_metrics_state(self) -> Any:
+        try:
+            from hpactl.emulator.metrics_api import MetricsState
+        except ImportError:
+            return None
+
+        def pod_labels(namespace: str, name: str) -> Mapping[str, str] | None:
+            e = self.store.get_entry(("", "pods"), namespace, name)
+            if e is None:
+                return None
+            labels: Mapping[str, str] = e.obj.get("metadata", {}).get("labels") or {}
+            return labels
+
+        def object_labels(
+            group: str, resource: str, namespace: str, name: str
+        ) -> Mapping[str, str] | None:
+            rt = self.registry.storage_type(group, resource)
+            if rt is None:
+                return None
+            e = self.store.get_entry(rt.storage_key, namespace if rt.namespaced else "", name)
+            if e is None:
+                return None
+            labels: Mapping[str, str] = e.obj.get("metadata", {}).get("labels") or {}
+            return labels
+
+        def next_rv() -> str:
+            return str(self.store._next_rv())
+
+        try:
+            return MetricsState(
+                pod_labels,
+                lambda: self.now(),
+                object_labels=object_labels,
+                next_resource_version=next_rv,
+            )
+        except TypeError:
+            return MetricsState(pod_labels, lambda: self.now())  # older signature
+
+    def objects_of_kind(self, kind: str) -> list[Obj]:
+        """All stored objects of an RBAC kind (or ServiceAccount): the Authorizer's lookup."""
+        key = _KIND_KEYS.get(kind)
+        if key is None:
+            return []
+        return [e.obj for e in self.store.iter_entries(key, None)]
+
+    def token_for_service_account(self, namespace: str, name: str) -> str:
+        """A bearer token authenticating as the ServiceAccount (no Secret needed)."""
+        if self._tokens is None:
+            raise RuntimeError("the emulator was started without auth=True")
+        token = (
+            "sa."
+            + base64.urlsafe_b64encode(f"{namespace}:{name}".encode()).decode().rstrip("=")
+            + "."
+            + secrets.token_urlsafe(8)
+        )
+        self._tokens[token] = (
+            f"system:serviceaccount:{namespace}:{name}",
+            [
+                "system:serviceaccounts",
+                f"system:serviceaccounts:{namespace}",
+                "system:authenticated",
+            ],
+        )
+        return token
+
+    def add_token(self, token: str, user: str, groups: Iterable[str]) -> None:
+        if self._tokens is None:
+            raise RuntimeError("the emulator was started without auth=True")
+        self._tokens[token] = (user, list(groups))
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        app = self.server.make_app()
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, shutdown_timeout=1.0
+        )
+        await self._runner.setup()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self._requested_port))
+        self.port = sock.getsockname()[1]
+        self.server.address = f"{self.host}:{self.port}"
+        site = web.SockSite(self._runner, sock)
+        await site.start()
+
+    async def stop(self) -> None:
+        self.server.stop_watches()
+        if self._runner is not None:
+            await asyncio.sleep(0)
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Emulator:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # ---- kubeconfig and manifests --------------------------------------------------------------
+
+    def kubeconfig(self, *, token: str | None = None, context: str = "hpactl-emulator") -> Obj:
+        user: Obj = {}
+        if token is not None:
+            user["token"] = token
+        elif self.auth:
+            user["token"] = self.admin_token
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "users": [{"name": context, "user": user}],
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": context, "namespace": "default"},
+                }
+            ],
+            "current-context": context,
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path, *, token: str | None = None) -> Path:
+        p = Path(path)
+        p.write_text(yaml.safe_dump(self.kubeconfig(token=token), sort_keys=False))
+        return p
+
+    def load_manifests(self, texts: Iterable[str]) -> int:
+        """Create or replace every object of YAML/JSON multi-document texts (Lists expanded)."""
+        n = 0
+        for text in texts:
+            for doc in yaml.safe_load_all(text):
+                for obj in _expand(doc):
+                    self.apply_object(obj)
+                    n += 1
+        return n
+
+    def apply_object(self, obj: Obj) -> Obj:
+        """store.apply, except that metrics kinds go to the metrics state."""
+        api_version = str(obj.get("apiVersion", ""))
+        group = api_version.rpartition("/")[0]
+        if group in ("metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"):
+            if self.metrics is None:
+                raise ValueError(f"metrics API not available for {api_version}")
+            self._apply_metrics(obj)
+            return obj
+        return self.store.apply(obj)
+
+    def _apply_metrics(self, obj: Obj) -> None:
+        kind = obj.get("kind")
+        m = self.metrics
+        if kind == "PodMetrics":
+            m.put_pod_metrics(obj)
+        elif kind in ("MetricValue", "MetricValueList") and hasattr(m, "put_custom"):
+            m.put_custom(obj)
+        elif kind in ("ExternalMetricValue", "ExternalMetricValueList") and hasattr(
+            m, "put_external"
+        ):
+            m.put_external(obj)
+        elif kind in ("MetricValue", "MetricValueList"):
+            m.set_custom([*_items(obj)])
+        elif kind in ("ExternalMetricValue", "ExternalMetricValueList"):
+            m.set_external([*_items(obj)])
+        else:
+            raise ValueError(f"unsupported metrics kind {kind!r}")
+
+
+def _items(obj: Obj) -> list[Obj]:
+    items = obj.get("items")
+    return list(items) if isinstance(items, list) else [obj]
+
+
+def _expand(doc: Any) -> list[Obj]:
+    if not isinstance(doc, dict):
+        return []
+    if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+        return [d for d in doc["items"] if isinstance(d, dict)]
+    return [doc]

@@ -1,0 +1,539 @@
+"""Server-side tables (meta.k8s.io/v1 Table), columns as kube-apiserver's printers.
+
+Column sets follow `pkg/printers/internalversion/printers.go`; kinds without a
+printer get the default table convertor's NAME / CREATED AT, custom resources their
+additionalPrinterColumns (or NAME / AGE).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from hpactl.emulator.registry import ResourceType
+
+Obj = dict[str, Any]
+Column = tuple[str, str, str, int]  # name, type, format, priority
+Printer = Callable[[Obj, datetime], list[Any]]
+
+_NAME: Column = ("Name", "string", "name", 0)
+_AGE: Column = ("Age", "string", "", 0)
+
+
+def human_duration(seconds_total: float) -> str:
+    """Go `k8s.io/apimachinery/pkg/util/duration.HumanDuration`."""
+    seconds = int(seconds_total)
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        s = seconds % 60
+        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = seconds // 3600
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
+    return f"{hours // 24 // 365}y"
+
+
+def _since(ts: Any, now: datetime) -> str:
+    if not ts:
+        return "<unknown>"
+    try:
+        t = datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
+    except ValueError:
+        return "<unknown>"
+    return human_duration((now - t).total_seconds())
+
+
+def _age(obj: Obj, now: datetime) -> str:
+    return _since(obj.get("metadata", {}).get("creationTimestamp"), now)
+
+
+def _name(obj: Obj) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def _q(v: Any) -> str:
+    """A quantity as Go's Quantity.String() prints it."""
+    if v is None:
+        return "<nil>"
+    try:
+        from hpactl.model.quantity import parse_quantity
+
+        return str(parse_quantity(v))
+    except (ImportError, ValueError):
+        return str(v)
+
+
+def _label_selector_string(sel: Any) -> str:
+    try:
+        from hpactl.model.selectors import selector_from_label_selector
+
+        return str(selector_from_label_selector(sel))
+    except (ImportError, ValueError):
+        if not isinstance(sel, dict):
+            return "<none>"
+        return ",".join(f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items()))
+
+
+def _containers(obj: Obj) -> tuple[str, str]:
+    cs = ((obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or []
+    return ",".join(str(c.get("name", "")) for c in cs), ",".join(
+        str(c.get("image", "")) for c in cs
+    )
+
+
+# ---- HPA -----------------------------------------------------------------------------
+
+
+def format_hpa_metrics(specs: list[Obj], statuses: list[Obj]) -> str:
+    """printers.go formatHPAMetrics (autoscaling/v2 shapes)."""
+    if not specs:
+        return "<none>"
+    out: list[str] = []
+    for i, spec in enumerate(specs):
+        st = statuses[i] if len(statuses) > i else {}
+        typ = spec.get("type")
+        if typ == "External":
+            target = (spec.get("external") or {}).get("target") or {}
+            cur_st = (st.get("external") or {}).get("current") if st.get("external") else None
+            if target.get("averageValue") is not None:
+                cur = (
+                    _q(cur_st["averageValue"])
+                    if cur_st and cur_st.get("averageValue") is not None
+                    else "<unknown>"
+                )
+                out.append(f"{cur}/{_q(target['averageValue'])} (avg)")
+            else:
+                cur = _q(cur_st.get("value")) if cur_st is not None else "<unknown>"
+                out.append(f"{cur}/{_q(target.get('value'))}")
+        elif typ == "Pods":
+            target = (spec.get("pods") or {}).get("target") or {}
+            cur_st = (st.get("pods") or {}).get("current") if st.get("pods") else None
+            cur = _q(cur_st.get("averageValue")) if cur_st is not None else "<unknown>"
+            out.append(f"{cur}/{_q(target.get('averageValue'))}")
+        elif typ == "Object":
+            target = (spec.get("object") or {}).get("target") or {}
+            cur_st = (st.get("object") or {}).get("current") if st.get("object") else None
+            if target.get("averageValue") is not None:
+                cur = (
+                    _q(cur_st["averageValue"])
+                    if cur_st and cur_st.get("averageValue") is not None
+                    else "<unknown>"
+                )
+                out.append(f"{cur}/{_q(target['averageValue'])} (avg)")
+            else:
+                cur = _q(cur_st.get("value")) if cur_st is not None else "<unknown>"
+                out.append(f"{cur}/{_q(target.get('value'))}")
+        elif typ in ("Resource", "ContainerResource"):
+            field = "resource" if typ == "Resource" else "containerResource"
+            src = spec.get(field) or {}
+            target = src.get("target") or {}
+            cur_st = (st.get(field) or {}).get("current") if st.get(field) else None
+            rname = src.get("name", "")
+            if target.get("averageValue") is not None:
+                cur = _q(cur_st.get("averageValue")) if cur_st is not None else "<unknown>"
+                out.append(f"{rname}: {cur}/{_q(target['averageValue'])}")
+            else:
+                cur = (
+                    f"{cur_st['averageUtilization']}%"
+                    if cur_st is not None and cur_st.get("averageUtilization") is not None
+                    else "<unknown>"
+                )
+                tgt = (
+                    f"{target['averageUtilization']}%"
+                    if target.get("averageUtilization") is not None
+                    else "<auto>"
+                )
+                out.append(f"{rname}: {cur}/{tgt}")
+        else:
+            out.append("<unknown type>")
+    if len(out) > 2:
+        return f"{', '.join(out[:2])} + {len(out) - 2} more..."
+    return ", ".join(out)
+
+
+def _print_hpa(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    min_pods = str(spec["minReplicas"]) if spec.get("minReplicas") is not None else "<unset>"
+    return [
+        _name(obj),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        format_hpa_metrics(spec.get("metrics") or [], status.get("currentMetrics") or []),
+        min_pods,
+        int(spec.get("maxReplicas") or 0),
+        int(status.get("currentReplicas") or 0),
+        _age(obj, now),
+    ]
+
+
+# ---- workloads and pods ---------------------------------------------------------------
+
+
+def _print_deployment(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    names, images = _containers(obj)
+    return [
+        _name(obj),
+        f"{int(st.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
+        int(st.get("updatedReplicas") or 0),
+        int(st.get("availableReplicas") or 0),
+        _age(obj, now),
+        names,
+        images,
+        _label_selector_string(spec.get("selector")),
+    ]
+
+
+def _print_replicaset(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    names, images = _containers(obj)
+    sel = spec.get("selector")
+    sel_s = (
+        ",".join(f"{k}={v}" for k, v in sorted(sel.items()))
+        if obj.get("kind") == "ReplicationController" and isinstance(sel, dict)
+        else _label_selector_string(sel)
+    )
+    return [
+        _name(obj),
+        int(spec.get("replicas") or 0),
+        int(st.get("replicas") or 0),
+        int(st.get("readyReplicas") or 0),
+        _age(obj, now),
+        names,
+        images,
+        sel_s,
+    ]
+
+
+def _print_statefulset(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    names, images = _containers(obj)
+    return [
+        _name(obj),
+        f"{int(st.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
+        _age(obj, now),
+        names,
+        images,
+    ]
+
+
+def _print_pod(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    containers = spec.get("containers") or []
+    statuses = st.get("containerStatuses") or []
+    ready = sum(1 for c in statuses if c.get("ready"))
+    restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+    reason = st.get("reason") or st.get("phase") or ""
+    for c in reversed(statuses):
+        state = c.get("state") or {}
+        if (state.get("waiting") or {}).get("reason"):
+            reason = state["waiting"]["reason"]
+        elif (state.get("terminated") or {}).get("reason"):
+            reason = state["terminated"]["reason"]
+    if obj.get("metadata", {}).get("deletionTimestamp"):
+        reason = "Terminating"
+    gates = spec.get("readinessGates") or []
+    if gates:
+        conds = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
+        gates_s = (
+            f"{sum(1 for g in gates if conds.get(g.get('conditionType')) == 'True')}/{len(gates)}"
+        )
+    else:
+        gates_s = "<none>"
+    return [
+        _name(obj),
+        f"{ready}/{len(containers)}",
+        reason,
+        str(restarts),
+        _age(obj, now),
+        st.get("podIP") or "<none>",
+        spec.get("nodeName") or "<none>",
+        st.get("nominatedNodeName") or "<none>",
+        gates_s,
+    ]
+
+
+def _print_namespace(obj: Obj, now: datetime) -> list[Any]:
+    return [_name(obj), (obj.get("status") or {}).get("phase", ""), _age(obj, now)]
+
+
+def _print_event(obj: Obj, now: datetime) -> list[Any]:
+    inv = obj.get("involvedObject") or {}
+    last = obj.get("lastTimestamp") or obj.get("eventTime")
+    first = obj.get("firstTimestamp") or obj.get("eventTime")
+    src = obj.get("source") or {}
+    comp = src.get("component") or obj.get("reportingComponent") or ""
+    host = src.get("host") or obj.get("reportingInstance") or ""
+    return [
+        _since(last, now),
+        obj.get("type", ""),
+        obj.get("reason", ""),
+        f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}",
+        inv.get("fieldPath", ""),
+        f"{comp}, {host}" if host else comp,
+        str(obj.get("message", "")).strip(),
+        _since(first, now),
+        int(obj.get("count") or 1),
+        _name(obj),
+    ]
+
+
+def _print_lease(obj: Obj, now: datetime) -> list[Any]:
+    return [_name(obj), (obj.get("spec") or {}).get("holderIdentity") or "", _age(obj, now)]
+
+
+def _print_sa(obj: Obj, now: datetime) -> list[Any]:
+    return [_name(obj), len(obj.get("secrets") or []), _age(obj, now)]
+
+
+def _print_binding(obj: Obj, now: datetime) -> list[Any]:
+    ref = obj.get("roleRef") or {}
+    subjects = obj.get("subjects") or []
+    users = ", ".join(s.get("name", "") for s in subjects if s.get("kind") == "User")
+    groups = ", ".join(s.get("name", "") for s in subjects if s.get("kind") == "Group")
+    sas = ", ".join(
+        f"{s.get('namespace', '')}/{s.get('name', '')}"
+        for s in subjects
+        if s.get("kind") == "ServiceAccount"
+    )
+    return [
+        _name(obj),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _age(obj, now),
+        users,
+        groups,
+        sas,
+    ]
+
+
+def _print_created_at(obj: Obj, now: datetime) -> list[Any]:
+    return [_name(obj), obj.get("metadata", {}).get("creationTimestamp", "")]
+
+
+_PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
+    ("autoscaling", "horizontalpodautoscalers"): (
+        [
+            _NAME,
+            ("Reference", "string", "", 0),
+            ("Targets", "string", "", 0),
+            ("MinPods", "string", "", 0),
+            ("MaxPods", "integer", "", 0),
+            ("Replicas", "integer", "", 0),
+            _AGE,
+        ],
+        _print_hpa,
+    ),
+    ("apps", "deployments"): (
+        [
+            _NAME,
+            ("Ready", "string", "", 0),
+            ("Up-to-date", "integer", "", 0),
+            ("Available", "integer", "", 0),
+            _AGE,
+            ("Containers", "string", "", 1),
+            ("Images", "string", "", 1),
+            ("Selector", "string", "", 1),
+        ],
+        _print_deployment,
+    ),
+    ("apps", "replicasets"): (
+        [
+            _NAME,
+            ("Desired", "integer", "", 0),
+            ("Current", "integer", "", 0),
+            ("Ready", "integer", "", 0),
+            _AGE,
+            ("Containers", "string", "", 1),
+            ("Images", "string", "", 1),
+            ("Selector", "string", "", 1),
+        ],
+        _print_replicaset,
+    ),
+    ("", "replicationcontrollers"): (
+        [
+            _NAME,
+            ("Desired", "integer", "", 0),
+            ("Current", "integer", "", 0),
+            ("Ready", "integer", "", 0),
+            _AGE,
+            ("Containers", "string", "", 1),
+            ("Images", "string", "", 1),
+            ("Selector", "string", "", 1),
+        ],
+        _print_replicaset,
+    ),
+    ("apps", "statefulsets"): (
+        [
+            _NAME,
+            ("Ready", "string", "", 0),
+            _AGE,
+            ("Containers", "string", "", 1),
+            ("Images", "string", "", 1),
+        ],
+        _print_statefulset,
+    ),
+    ("", "pods"): (
+        [
+            _NAME,
+            ("Ready", "string", "", 0),
+            ("Status", "string", "", 0),
+            ("Restarts", "string", "", 0),
+            _AGE,
+            ("IP", "string", "", 1),
+            ("Node", "string", "", 1),
+            ("Nominated Node", "string", "", 1),
+            ("Readiness Gates", "string", "", 1),
+        ],
+        _print_pod,
+    ),
+    ("", "namespaces"): ([_NAME, ("Status", "string", "", 0), _AGE], _print_namespace),
+    ("", "events"): (
+        [
+            ("Last Seen", "string", "", 0),
+            ("Type", "string", "", 0),
+            ("Reason", "string", "", 0),
+            ("Object", "string", "", 0),
+            ("Subobject", "string", "", 1),
+            ("Source", "string", "", 1),
+            ("Message", "string", "", 0),
+            ("First Seen", "string", "", 1),
+            ("Count", "string", "", 1),
+            ("Name", "string", "name", 1),
+        ],
+        _print_event,
+    ),
+    ("coordination.k8s.io", "leases"): ([_NAME, ("Holder", "string", "", 0), _AGE], _print_lease),
+    ("", "serviceaccounts"): ([_NAME, ("Secrets", "integer", "", 0), _AGE], _print_sa),
+    ("rbac.authorization.k8s.io", "rolebindings"): (
+        [
+            _NAME,
+            ("Role", "string", "", 0),
+            _AGE,
+            ("Users", "string", "", 1),
+            ("Groups", "string", "", 1),
+            ("ServiceAccounts", "string", "", 1),
+        ],
+        _print_binding,
+    ),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): (
+        [
+            _NAME,
+            ("Role", "string", "", 0),
+            _AGE,
+            ("Users", "string", "", 1),
+            ("Groups", "string", "", 1),
+            ("ServiceAccounts", "string", "", 1),
+        ],
+        _print_binding,
+    ),
+}
+_CREATED_AT: tuple[list[Column], Printer] = (
+    [_NAME, ("Created At", "date", "", 0)],
+    _print_created_at,
+)
+
+
+def _jsonpath_get(obj: Obj, path: str) -> Any:
+    cur: Any = obj
+    for part in path.strip().lstrip(".").split("."):
+        if not part:
+            continue
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _custom_printer(rt: ResourceType) -> tuple[list[Column], Printer]:
+    if not rt.printer_columns:
+        return [_NAME, _AGE], lambda o, now: [_name(o), _age(o, now)]
+    cols: list[Column] = [_NAME]
+    for name, typ, _path, prio in rt.printer_columns:
+        cols.append((name, typ, "", prio))
+
+    def printer(o: Obj, now: datetime) -> list[Any]:
+        cells: list[Any] = [_name(o)]
+        for _n, typ, path, _p in rt.printer_columns:
+            v = _jsonpath_get(o, path)
+            if typ == "date" and v:
+                cells.append(_since(v, now))
+            else:
+                cells.append(v)
+        return cells
+
+    return cols, printer
+
+
+def printer_for(rt: ResourceType) -> tuple[list[Column], Printer]:
+    if rt.custom:
+        return _custom_printer(rt)
+    key = ("" if rt.plural == "events" else rt.group, rt.plural)
+    return _PRINTERS.get(key, _CREATED_AT)
+
+
+def column_definitions(cols: list[Column]) -> list[Obj]:
+    return [
+        {"name": n, "type": t, "format": f, "description": "", "priority": p} for n, t, f, p in cols
+    ]
+
+
+def partial_metadata(obj: Obj) -> Obj:
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata", {}),
+    }
+
+
+def table(
+    rt: ResourceType,
+    objs: list[tuple[Obj, Obj]],
+    now: datetime,
+    include_object: str,
+    *,
+    headers: bool = True,
+    list_meta: Obj | None = None,
+) -> Obj:
+    """A Table; objs are (stored form for the cells, served form for the row object)."""
+    cols, printer = printer_for(rt)
+    rows = []
+    for stored, o in objs:
+        row: Obj = {"cells": printer(stored, now)}
+        if include_object == "Object":
+            row["object"] = o
+        elif include_object != "None":
+            row["object"] = partial_metadata(o)
+        rows.append(row)
+    out: Obj = {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta or {},
+        "columnDefinitions": column_definitions(cols) if headers else None,
+        "rows": rows,
+    }
+    return out
