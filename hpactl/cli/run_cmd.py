@@ -148,6 +148,31 @@ def _first_global(argv: Iterable[str]) -> str | None:
     return None
 
 
+_TAKES_VALUE = frozenset(f for s in SETTINGS if s.kind != "bool" for f in s.flags)
+
+
+def _attach_values(argv: Sequence[str]) -> list[str]:
+    """Turn ``--flag value`` into ``--flag=value`` for flags that take a value.
+
+    pflag takes the next argument as the value even when it starts with ``-``
+    (``--leader-elect-lease-duration -5s``); argparse would not.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            out.extend(argv[i:])
+            break
+        if arg in _TAKES_VALUE and i + 1 < len(argv):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
 def parse_run_config(argv: Sequence[str], env: Mapping[str, str]) -> ControllerConfig:
     """Parse and validate ``hpactl run`` arguments (without the ``run`` word).
 
@@ -155,7 +180,7 @@ def parse_run_config(argv: Sequence[str], env: Mapping[str, str]) -> ControllerC
     message the command prints.
     """
     parser = build_run_parser()
-    namespace, extras = parser.parse_known_args(list(argv))
+    namespace, extras = parser.parse_known_args(_attach_values(argv))
     if extras:
         first = extras[0]
         if first.startswith("-") and first != "--":

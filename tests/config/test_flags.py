@@ -237,6 +237,13 @@ def test_boolean_forms(argv: list[str], expected: bool) -> None:
     assert parse(*argv).leader_election.leader_elect is expected
 
 
+def test_separate_value_may_start_with_a_dash_as_in_pflag() -> None:
+    assert error("--leader-elect-lease-duration", "-5s") == (
+        "--leader-elect-lease-duration: must be greater than 0, got -5s"
+    )
+    assert parse("--kubeconfig", "-").client.kubeconfig == "-"
+
+
 def test_last_occurrence_of_a_flag_wins() -> None:
     config = parse(
         "--horizontal-pod-autoscaler-sync-period=10s", "--horizontal-pod-autoscaler-sync-period=20s"
