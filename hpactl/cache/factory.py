@@ -5,11 +5,13 @@ controller reads: asking for a lister creates its informer once; `start()` runs
 every informer created so far; `wait_for_cache_sync()` gates the workers.
 
 =========================  ===========================  ============================
-informer                   API                          store value, indexes
+informer (name = kind)      API                          store value, indexes
 =========================  ===========================  ============================
-``hpas``                   autoscaling/v2 HPAs          `HPA`; namespace, target
-``pods``                   v1 pods                      `PodView`; namespace, label
-``Deployment`` ...         apps/v1, v1 RCs              `WorkloadScale`; namespace
+HorizontalPodAutoscaler    autoscaling/v2 (all ns)      `HPA`; namespace, target
+Pod                        v1 pods (all ns)             `PodView`; namespace, label
+Deployment, ReplicaSet,    apps/v1; v1 for RCs          `WorkloadScale`; namespace
+StatefulSet,
+ReplicationController
 =========================  ===========================  ============================
 """
 
@@ -45,8 +47,9 @@ __all__ = ["HPAS", "PODS", "ListerWatcherFactory", "SharedInformers"]
 
 T = TypeVar("T")
 
-HPAS = "horizontalpodautoscalers"
-PODS = "pods"
+# Informers are named by the kind they cache.
+HPAS = "HorizontalPodAutoscaler"
+PODS = "Pod"
 
 ListerWatcherFactory = Callable[[str, str, str], ListerWatcher]
 """(group, version, resource) -> ListerWatcher."""
@@ -199,19 +202,40 @@ class SharedInformers:
             return False
         return True
 
+    def informer_for_kind(self, kind: str) -> Informer[Any] | None:
+        """The informer caching `kind` (``Pod``, ``Deployment``...), if one was created."""
+        return self._informers.get(kind)
+
     async def wait_for_rv(
         self, rv: int | str, timeout: float | None = None, names: Iterable[str] | None = None
     ) -> None:
-        """Wait until the informers (all, or those `names`d) reflect resourceVersion >= `rv`.
+        """Wait until the informers (all, or the kinds in `names`) reflect resourceVersion >= `rv`.
 
-        An informer with no change of its own moves forward through bookmarks, so
-        this depends on the server sending them.
+        An informer whose kind did not change moves forward only through bookmarks, so
+        waiting on all of them costs up to one bookmark interval. A caller that knows
+        what it wrote can wait instead on each written kind for the resourceVersion of
+        its last write to that kind (`wait_for_writes`): events of one kind arrive in
+        order, so that is exact and needs no bookmark.
         """
         chosen = (
             [self._informers[n] for n in names] if names is not None else self._informers.values()
         )
         async with asyncio.timeout(timeout):
             await asyncio.gather(*(inf.wait_for_rv(rv) for inf in chosen))
+
+    async def wait_for_writes(
+        self, writes: Mapping[str, int | str], timeout: float | None = None
+    ) -> None:
+        """Wait until each kind's informer reflects the resourceVersion given for it.
+
+        `writes` maps a kind to the resourceVersion of the last write to that kind;
+        kinds without an informer are ignored (nothing caches them).
+        """
+        chosen = [
+            (self._informers[kind], rv) for kind, rv in writes.items() if kind in self._informers
+        ]
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*(inf.wait_for_rv(rv) for inf, rv in chosen))
 
     async def stop(self) -> None:
         self._started = False

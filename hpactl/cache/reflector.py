@@ -189,6 +189,9 @@ class Reflector(Generic[T]):
             except (KubeError, OSError, ValueError) as exc:
                 self.last_error = exc
                 delay = self._backoff.next_delay()
+                retry_after = getattr(exc, "retry_after", None)
+                if isinstance(retry_after, int) and retry_after > delay:
+                    delay = float(retry_after)  # the server asked us to wait (429, 503)
                 _log.warning(
                     "cache.retry",
                     informer=self.name,

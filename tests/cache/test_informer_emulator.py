@@ -18,7 +18,7 @@ from hpactl.cache.factory import HPAS, SharedInformers
 from hpactl.cache.reflector import Backoff
 from hpactl.cache.store import ProjectionError
 from hpactl.clock import VirtualClock
-from hpactl.emulator.emulator import Emulator
+from hpactl.emulator import Emulator
 from hpactl.emulator.faults import FaultInjector
 from hpactl.kube.session import KubeSession
 
@@ -385,3 +385,25 @@ async def test_malformed_hpa_is_reported_without_killing_the_informer(
         assert informers.informers[HPAS].running
     finally:
         await informers.stop()
+
+
+async def test_wait_for_writes_needs_no_bookmark(clock: VirtualClock) -> None:
+    """Waiting per written kind for its last write's resourceVersion is exact."""
+    async with Emulator(bookmark_interval=3600) as emu, KubeSession(master=emu.url, qps=0) as s:
+        informers = SharedInformers(s, clock=clock)
+        pods = informers.pod_lister()
+        workloads = informers.workload_lister()
+        informers.start()
+        try:
+            assert await informers.wait_for_cache_sync(WAIT)
+            d = rv_of(emu.store.create(deploy_obj("web", 2)))
+            p = rv_of(emu.store.create(pod_obj("web-1")))
+            await informers.wait_for_writes({"Deployment": d, "Pod": p, "CronJob": p}, WAIT)
+            assert workloads.get("Deployment", "default", "web") is not None
+            assert pods.get("default", "web-1") is not None
+            # the StatefulSet informer saw nothing newer than its list: a global
+            # barrier would need a bookmark it will not get within the timeout
+            with pytest.raises(TimeoutError):
+                await informers.wait_for_rv(p, timeout=0.2)
+        finally:
+            await informers.stop()

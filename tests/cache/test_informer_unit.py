@@ -359,3 +359,19 @@ def test_backoff_is_capped_and_resets() -> None:
     assert 1 <= d[0] < 2 and 2 <= d[1] < 4 and 4 <= d[2] < 8
     with pytest.raises(ValueError):
         Backoff(initial=0)
+
+
+async def test_retry_after_from_the_server_extends_the_backoff(clock: VirtualClock) -> None:
+    from hpactl.kube.errors import TooManyRequests
+
+    api = FakeAPI()
+    api.list_faults = [TooManyRequests("slow down", code=429, retry_after=10)]
+    inf: Informer[Obj] = Informer(
+        "things", api, project, clock=clock, backoff=Backoff(initial=1, jitter=0)
+    )
+    inf.start()
+    await until(lambda: clock.sleepers == 1)
+    assert clock.next_deadline() == 10
+    clock.advance(10)
+    await inf.wait_synced(timeout=5)
+    await inf.stop()
