@@ -156,15 +156,24 @@ def validate_and_parse_selector(
     if key in selectors:
         selectors[key] = parsed
         store = parsed
-    pods = tuple(p for p in namespace_pods if parsed.matches(p.labels))
+    # Pods of one workload share their labels: match each distinct label set once.
+    verdicts: dict[frozenset[tuple[str, str]], bool] = {}
+    distinct: list[Mapping[str, str]] = []
+    matched: list[PodView] = []
+    for p in namespace_pods:
+        lk = frozenset(p.labels.items())
+        verdict = verdicts.get(lk)
+        if verdict is None:
+            verdict = verdicts[lk] = parsed.matches(p.labels)
+            if verdict:
+                distinct.append(p.labels)
+        if verdict:
+            matched.append(p)
+    pods = tuple(matched)
     controlling: set[str] = set()
-    others = list(selectors.items())
-    for p in pods:
-        for k, sel in others:
-            if k not in controlling and sel.matches(p.labels):
-                controlling.add(k)
-        if len(controlling) == len(others):
-            break
+    for k, sel in selectors.items():
+        if any(sel.matches(labels) for labels in distinct):
+            controlling.add(k)
     keys = tuple(sorted(controlling))
     if len(keys) > 1:
         msg = (
