@@ -50,6 +50,7 @@ __all__ = [
     "METRICS_VERSION",
     "MetricsState",
     "metrics_api_group_discovery",
+    "metrics_api_openapi_v3",
     "metrics_api_resource_lists",
     "register_metrics_routes",
 ]
@@ -509,10 +510,8 @@ class MetricsState:
         self._replace(_POD_METRICS, items, self._normalize_pod_metrics)
 
     def put_pod_metrics(self, obj: Mapping[str, Any]) -> None:
-        """Create or replace one PodMetrics."""
-        item = self._normalize_pod_metrics(obj, None)
-        meta = item["metadata"]
-        self._stores[_POD_METRICS][(meta["namespace"], meta["name"])] = item
+        """Create or replace one PodMetrics (a PodMetricsList puts each item)."""
+        self._put(_POD_METRICS, obj, self._normalize_pod_metrics)
 
     def delete_pod_metrics(self, namespace: str, name: str) -> None:
         self._stores[_POD_METRICS].pop((namespace, name), None)
@@ -520,6 +519,37 @@ class MetricsState:
     def set_custom(self, items: Iterable[Mapping[str, Any]]) -> None:
         """Replace all custom metric values (v1beta2 MetricValue-like dicts)."""
         self._replace(_METRIC_VALUE, items, self._normalize_metric_value)
+
+    def put_custom(self, obj: Mapping[str, Any]) -> None:
+        """Create or replace one custom metric value (a MetricValue, with or without
+        metadata; a MetricValueList puts each item)."""
+        self._put(_METRIC_VALUE, obj, self._normalize_metric_value)
+
+    def delete_custom(self, namespace: str, name: str) -> None:
+        self._stores[_METRIC_VALUE].pop((namespace, name), None)
+
+    def put_external(self, obj: Mapping[str, Any]) -> None:
+        """Create or replace one external metric value (an ExternalMetricValueList
+        puts each item)."""
+        self._put(_EXTERNAL_VALUE, obj, self._normalize_external_value)
+
+    def delete_external(self, namespace: str, name: str) -> None:
+        self._stores[_EXTERNAL_VALUE].pop((namespace, name), None)
+
+    def _put(
+        self,
+        kind: _Kind,
+        obj: Mapping[str, Any],
+        normalize: Callable[[Mapping[str, Any], str | None], dict[str, Any]],
+    ) -> None:
+        items = obj.get("items")
+        for raw in items if isinstance(items, list) else [obj]:
+            try:
+                item = normalize(raw, None)
+            except _ApiError as exc:
+                raise ValueError(exc.message) from exc
+            meta = item["metadata"]
+            self._stores[kind][(meta["namespace"], meta["name"])] = item
 
     def set_external(self, items: Iterable[Mapping[str, Any]]) -> None:
         """Replace all external metric values ({namespace, metricName, metricLabels?,
@@ -1345,13 +1375,62 @@ async def _dispatch_external(
     raise _not_served()
 
 
-def register_metrics_routes(app: web.Application, state: MetricsState) -> None:
-    """Add ``/apis/{metrics group}[/...]`` for the three groups to ``app``.
+def metrics_api_openapi_v3(group: str) -> dict[str, Any]:
+    """The ``/openapi/v3/apis/{group}/{version}`` document of a metrics group.
 
-    Register these before any generic ``/apis/{group}/...`` route: aiohttp picks the
-    first matching resource in registration order.
+    It carries only what kubectl looks for: each writable kind's PATCH operation with
+    its ``fieldValidation`` parameter (so validation is left to the server) and no
+    strategic-merge content type (so ``kubectl apply`` sends JSON merge patches).
     """
-    for group in METRICS_GROUPS:
+    version = METRICS_GROUPS[group]
+    prefix = f"/apis/{group}/{version}/namespaces/{{namespace}}"
+    kinds = [k for k in (_POD_METRICS, _METRIC_VALUE, _EXTERNAL_VALUE) if k.group == group]
+    params = [
+        {"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+        for name in ("dryRun", "fieldManager", "fieldValidation", "force")
+    ]
+    patch_types = (
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    )
+    paths = {
+        f"{prefix}/{k.resource}/{{name}}": {
+            "patch": {
+                "operationId": f"patch{k.kind}",
+                "parameters": list(params),
+                "requestBody": {
+                    "content": {t: {"schema": {"type": "object"}} for t in patch_types},
+                    "required": True,
+                },
+                "responses": {"200": {"description": "OK"}},
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": {
+                    "group": k.group,
+                    "version": k.version,
+                    "kind": k.kind,
+                },
+            }
+        }
+        for k in kinds
+    }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": version},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
+
+
+def register_metrics_routes(app: web.Application, state: MetricsState) -> None:
+    """Add ``/apis/{metrics group}[/...]`` and ``/openapi/v3/apis/{group}/{version}``
+    for the three groups to ``app``.
+
+    Register these before any generic ``/apis/...`` or ``/openapi/...`` route: aiohttp
+    picks the first matching resource in registration order. The ``/openapi/v3`` root
+    document (the server's) should list ``apis/{group}/{version}`` for the three groups.
+    """
+    for group, version in METRICS_GROUPS.items():
 
         async def handler(request: web.Request, group: str = group) -> web.Response:
             try:
@@ -1359,4 +1438,8 @@ def register_metrics_routes(app: web.Application, state: MetricsState) -> None:
             except _ApiError as err:
                 return _error_response(err)
 
+        async def openapi(request: web.Request, group: str = group) -> web.Response:
+            return _json(metrics_api_openapi_v3(group))
+
         app.router.add_route("*", "/apis/" + group + "{tail:(/.*)?}", handler)
+        app.router.add_get(f"/openapi/v3/apis/{group}/{version}", openapi)

@@ -847,3 +847,68 @@ async def test_scripted_values_are_readable_as_writable_objects(served: Served) 
     assert [i["metadata"]["name"] for i in body["items"]] == ["service-web-requests"]
     _, body = await served.call(f"{E}/externalmetricvalues")
     assert [i["metadata"]["name"] for i in body["items"]] == ["queue-length-queue-a"]
+
+
+async def test_put_and_delete_one_custom_and_external_value(served: Served) -> None:
+    served.state.set_custom(CUSTOM[:1])
+    served.state.put_custom(
+        {
+            "kind": "MetricValueList",
+            "items": [
+                {
+                    "describedObject": {"kind": "Service", "namespace": "default", "name": "api"},
+                    "metric": {"name": "requests"},
+                    "value": "5",
+                }
+            ],
+        }
+    )
+    _, body = await served.call(f"{C}/namespaces/default/services/web/requests")
+    assert [i["value"] for i in body["items"]] == ["100"]  # put keeps the others
+    _, body = await served.call(f"{C}/namespaces/default/services/api/requests")
+    assert [i["value"] for i in body["items"]] == ["5"]
+    served.state.delete_custom("default", "service-api-requests")
+    assert (await served.call(f"{C}/namespaces/default/services/api/requests"))[0] == 404
+
+    served.state.put_external({"namespace": "default", "metricName": "q", "value": "1"})
+    served.state.put_external({"namespace": "default", "metricName": "q", "value": "2"})
+    _, body = await served.call(f"{E}/namespaces/default/q")
+    assert [i["value"] for i in body["items"]] == ["2"]
+    served.state.delete_external("default", "q")
+    _, body = await served.call(f"{E}/namespaces/default/q")
+    assert body["items"] == []
+    with pytest.raises(ValueError, match="cpu"):
+        served.state.put_pod_metrics(pod_metrics("default", "web-1", cpu="lots"))
+
+
+@pytest.mark.parametrize(
+    ("group_version", "path", "kind"),
+    [
+        (
+            "metrics.k8s.io/v1beta1",
+            "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/{name}",
+            "PodMetrics",
+        ),
+        (
+            "custom.metrics.k8s.io/v1beta2",
+            "/apis/custom.metrics.k8s.io/v1beta2/namespaces/{namespace}/metricvalues/{name}",
+            "MetricValue",
+        ),
+        (
+            "external.metrics.k8s.io/v1beta1",
+            "/apis/external.metrics.k8s.io/v1beta1/namespaces/{namespace}/externalmetricvalues/{name}",
+            "ExternalMetricValue",
+        ),
+    ],
+)
+async def test_openapi_v3_describes_writable_kinds(
+    served: Served, group_version: str, path: str, kind: str
+) -> None:
+    status, doc = await served.call(f"/openapi/v3/apis/{group_version}")
+    assert status == 200
+    assert list(doc["paths"]) == [path]
+    patch = doc["paths"][path]["patch"]
+    assert patch["x-kubernetes-group-version-kind"]["kind"] == kind
+    assert "fieldValidation" in {p["name"] for p in patch["parameters"]}
+    # No strategic merge: kubectl apply falls back to JSON merge patches.
+    assert "application/strategic-merge-patch+json" not in patch["requestBody"]["content"]
