@@ -250,32 +250,42 @@ async def test_dead_stream_resumes_without_relist(clock: VirtualClock) -> None:
                 await informers.stop()
 
 
-async def test_server_dropped_stream_resumes_without_relist(
-    emu: Emulator,
-    session: tuple[KubeSession, Requests],
-    clock: VirtualClock,
-    faults: FaultInjector,
-) -> None:
-    s, reqs = session
-    # The first stream ends after one event (a pod or a bookmark).
-    rule = faults.add("watch-drop=/api/v1/pods,events=1,count=1")
-    informers = make_informers(s, clock)
-    pods = informers.pod_lister()
-    rec = Recorder()
-    pods.informer.add_handler(*rec.handlers())
-    informers.start()
-    try:
-        assert await informers.wait_for_cache_sync(WAIT)
-        a = emu.store.create(pod_obj("a"))
-        await pods.informer.wait_for_rv(rv_of(a), timeout=WAIT)
-        await until(lambda: faults.hits(rule) == 1 and reqs.count("watch") >= 2, "re-watch")
-        b = emu.store.create(pod_obj("b"))
-        await pods.informer.wait_for_rv(rv_of(b), timeout=WAIT)
-        assert rec.take() == [("add", "default/a"), ("add", "default/b")]
-        assert reqs.count("list") == 1  # resumed from the last resourceVersion: no relist
-        assert clock.monotonic() == 0 and clock.sleepers == 0  # no backoff was needed
-    finally:
-        await informers.stop()
+async def test_server_dropped_stream_resumes_without_relist(clock: VirtualClock) -> None:
+    faults = FaultInjector(seed=1)
+    # Streams are recycled every 0.3 s (read timeout, no bookmarks), so the drop rule
+    # meets a stream whether the emulator applies it to running or to new streams.
+    async with Emulator(bookmark_interval=3600, faults=faults) as emu:
+        reqs = Requests()
+        async with KubeSession(master=emu.url, qps=0, on_request=reqs) as s:
+            informers = SharedInformers(
+                s,
+                clock=clock,
+                watch_read_timeout=0.3,
+                backoff_factory=lambda: Backoff(initial=1, cap=4, jitter=0),
+            )
+            pods = informers.pod_lister()
+            rec = Recorder()
+            pods.informer.add_handler(*rec.handlers())
+            informers.start()
+            try:
+                assert await informers.wait_for_cache_sync(WAIT)
+                a = emu.store.create(pod_obj("a"))
+                await pods.informer.wait_for_rv(rv_of(a), timeout=WAIT)
+                rule = faults.add("watch-drop=/api/v1/pods,count=1")
+                await until(lambda: faults.hits(rule) == 1, "the drop")
+                b = emu.store.create(pod_obj("b"))
+                async with asyncio.timeout(WAIT):
+                    while pods.informer.observed_rv < rv_of(b):
+                        deadline = clock.next_deadline()
+                        if deadline is not None:
+                            # a stream dropped before any event counts as an error
+                            clock.advance(deadline - clock.monotonic())
+                        await asyncio.sleep(0.01)
+                assert rec.take() == [("add", "default/a"), ("add", "default/b")]
+                assert reqs.count("list") == 1  # resumed from the last resourceVersion
+                assert pods.informer.reflector.lists == 1
+            finally:
+                await informers.stop()
 
 
 async def test_forced_410_relists_and_detects_deletions(
