@@ -92,13 +92,14 @@ def _default_workload(obj: Obj, kind: str) -> None:
     if kind == "Deployment":
         spec.setdefault("revisionHistoryLimit", 10)
         spec.setdefault("progressDeadlineSeconds", 600)
-        spec.setdefault(
-            "strategy",
-            {
-                "type": "RollingUpdate",
-                "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"},
-            },
-        )
+        strategy = spec.get("strategy")
+        if not isinstance(strategy, dict):
+            strategy = spec["strategy"] = {}
+        strategy.setdefault("type", "RollingUpdate")
+        if strategy["type"] == "RollingUpdate":
+            ru = strategy.setdefault("rollingUpdate", {})
+            ru.setdefault("maxUnavailable", "25%")
+            ru.setdefault("maxSurge", "25%")
     elif kind == "ReplicationController":
         # An RC's selector defaults to its template's labels.
         tmpl = spec.get("template") or {}
@@ -128,9 +129,6 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
         return
     if rt.plural in ("deployments", "replicasets", "statefulsets", "replicationcontrollers"):
         _default_workload(obj, rt.kind)
-        status = obj.get("status")
-        if isinstance(status, dict) and "replicas" not in status:
-            pass
         return
     if rt.plural == "namespaces" and not rt.group:
         obj.setdefault("spec", {"finalizers": ["kubernetes"]})

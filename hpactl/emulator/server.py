@@ -917,6 +917,10 @@ class ApiServer:
 
     async def _body(self, request: web.Request) -> Any:
         ctype = request.content_type
+        if ctype == "application/vnd.kubernetes.protobuf":
+            from hpactl.emulator.protobuf import decode
+
+            return decode(await request.read())
         if ctype not in (
             JSON,
             "application/yaml",
