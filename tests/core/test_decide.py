@@ -798,3 +798,194 @@ def test_metrics_to_fetch_per_type() -> None:
     assert (reqs[1].resource, reqs[1].container) == ("cpu", "app")
     assert reqs[3].described_object is not None and reqs[3].described_object.kind == "Ingress"
     assert reqs[4].metric_selector == {"matchLabels": {"q": "a"}}
+
+
+# ---------------------------------------------------------------- error chains (§6, §12)
+
+BOOM_CM = "unable to fetch metrics from custom metrics API: boom"
+BOOM_EM = "unable to fetch metrics from external metrics API: boom"
+NO_RM = "no metrics returned from resource metrics API"
+OBJ_ERR = f"unable to get metric rps: Ingress on ns main/{BOOM_CM}"
+EXT_ERR = f"unable to get external metric ns/queue/nil: {BOOM_EM}"
+NEITHER_RES = (
+    "invalid resource metric source: neither an average utilization target nor an "
+    "average value (usage) target was set"
+)
+NEITHER_OBJ = (
+    "invalid object metric source: neither a value target nor an average value target was set"
+)
+NEITHER_EXT = (
+    "invalid external metric source: neither a value target nor an average value target was set"
+)
+OBJ_AVG = {
+    "type": "Object",
+    "object": {
+        "describedObject": {"kind": "Ingress", "name": "main"},
+        "metric": {"name": "rps"},
+        "target": {"type": "AverageValue", "averageValue": "10"},
+    },
+}
+CONTAINER_CPU = {
+    "type": "ContainerResource",
+    "containerResource": {
+        "name": "cpu",
+        "container": "app",
+        "target": {"type": "Utilization", "averageUtilization": 50},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "data", "reason", "event_msg", "aggregate"),
+    [
+        (
+            pods_metric("qps"),
+            MetricFetchError(BOOM_CM),
+            "FailedGetPodsMetric",
+            f"unable to get metric qps: {BOOM_CM}",
+            f"failed to get pods metric value: unable to get metric qps: {BOOM_CM}",
+        ),
+        (
+            obj(),
+            MetricFetchError(BOOM_CM),
+            "FailedGetObjectMetric",
+            OBJ_ERR,
+            f"failed to get object metric value: {OBJ_ERR}",
+        ),
+        (
+            OBJ_AVG,
+            MetricFetchError(BOOM_CM),
+            "FailedGetObjectMetric",
+            OBJ_ERR,
+            f"failed to get object metric value: failed to get rps object metric: {OBJ_ERR}",
+        ),
+        (
+            external(value=None, average="5"),
+            MetricFetchError(BOOM_EM),
+            "FailedGetExternalMetric",
+            EXT_ERR,
+            f"failed to get queue external metric value: failed to get queue external metric: {EXT_ERR}",
+        ),
+        (
+            CONTAINER_CPU,
+            MetricFetchError(NO_RM),
+            "FailedGetContainerResourceMetric",
+            f"failed to get cpu utilization: unable to get metrics for resource cpu: {NO_RM}",
+            "failed to get app container metric value: failed to get cpu utilization: "
+            f"unable to get metrics for resource cpu: {NO_RM}",
+        ),
+        (
+            memory_avg("1Gi"),
+            MetricFetchError(NO_RM),
+            "FailedGetResourceMetric",
+            f"failed to get memory usage: unable to get metrics for resource memory: {NO_RM}",
+            "failed to get memory resource metric value: failed to get memory usage: "
+            f"unable to get metrics for resource memory: {NO_RM}",
+        ),
+        (
+            {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}},
+            None,
+            "FailedGetResourceMetric",
+            NEITHER_RES,
+            f"failed to get cpu resource metric value: {NEITHER_RES}",
+        ),
+        (
+            {
+                "type": "Object",
+                "object": {
+                    "describedObject": {"kind": "Ingress", "name": "main"},
+                    "metric": {"name": "rps"},
+                    "target": {"type": "Value"},
+                },
+            },
+            None,
+            "FailedGetObjectMetric",
+            NEITHER_OBJ,
+            f"failed to get object metric value: {NEITHER_OBJ}",
+        ),
+        (
+            {
+                "type": "External",
+                "external": {"metric": {"name": "queue"}, "target": {"type": "Value"}},
+            },
+            None,
+            "FailedGetExternalMetric",
+            NEITHER_EXT,
+            f"failed to get queue external metric value: {NEITHER_EXT}",
+        ),
+    ],
+    ids=[
+        "pods",
+        "object-value",
+        "object-average",
+        "external-average",
+        "container-resource",
+        "resource-average-value",
+        "resource-no-target",
+        "object-no-target",
+        "external-no-target",
+    ],
+)
+def test_single_metric_failure_texts(
+    spec: dict[str, object], data: object, reason: str, event_msg: str, aggregate: str
+) -> None:
+    ps = pods(2)
+    out = reconcile(inputs(hpa(metrics=[spec]), 2, [data], ps))  # type: ignore[list-item]
+    assert ev(out) == [
+        ("Warning", reason, event_msg),
+        (
+            "Warning",
+            "FailedComputeMetricsReplicas",
+            f"invalid metrics (1 invalid out of 1), first error is: {aggregate}",
+        ),
+    ]
+    assert cond_map(out.status_raw)["ScalingActive"] == (
+        "False",
+        reason,
+        f"the HPA was unable to compute the replica count: {event_msg}",
+    )
+
+
+def test_invalid_metric_selector_fails_the_metric() -> None:
+    from hpactl.model.selectors import selector_from_label_selector
+
+    sel = {"matchExpressions": [{"key": "a", "operator": "Bogus", "values": ["x"]}]}
+    with pytest.raises(ValueError) as e:
+        selector_from_label_selector(sel)
+    spec = {
+        "type": "Pods",
+        "pods": {
+            "metric": {"name": "qps", "selector": sel},
+            "target": {"type": "AverageValue", "averageValue": "1"},
+        },
+    }
+    ps = pods(2)
+    out = reconcile(inputs(hpa(metrics=[spec]), 2, [samples(ps, 1000)], ps))
+    assert ev(out)[0] == ("Warning", "FailedGetPodsMetric", str(e.value))
+    assert ev(out)[1][2].endswith(f"first error is: failed to get pods metric value: {e.value}")
+
+
+def test_object_average_value_status_and_name() -> None:
+    ps = pods(2)
+    out = reconcile(inputs(hpa(metrics=[OBJ_AVG]), 2, [obj_value(60_000)], ps))
+    # ratio 60 / (10 x 2) = 3 -> ceil(60 / 10) = 6, legacy cap 4
+    assert out.desired_replicas == 4
+    assert ev(out)[0][2] == "New size: 4; reason: external metric rps(nil) above target"
+    assert out.status_raw["currentMetrics"] == [
+        {
+            "type": "Object",
+            "object": {
+                "metric": {"name": "rps"},
+                "current": {"averageValue": "30"},
+                "describedObject": {"kind": "", "name": ""},
+            },
+        }
+    ]
+
+
+def test_explanation_lists_set_aside_pods() -> None:
+    ps = (*pods(3), *pods(1, phase="Pending"))
+    ps = (*ps[:3], replace(ps[3], name="web-pending"))
+    out = reconcile(inputs(hpa(), 4, [samples(ps[:3], 900)], ps))
+    m = out.explanation.metrics[0]
+    assert m.proposal is not None and ("web-pending", "unready-pending") in m.set_aside
