@@ -6,7 +6,7 @@ Rules come from Python (:meth:`FaultInjector.add`) or from CLI-style specs
 
     path=/apis/metrics.k8s.io/*,verb=GET,status=500,rate=0.5
     latency=200ms,path=/apis/autoscaling/v2/*
-    watch-drop=/api/v1/pods,count=1
+    watch-drop=/api/v1/pods,events=3
     gone=/apis/autoscaling/v2/*
     unavailable=custom.metrics.k8s.io,after=2,count=3
 
@@ -22,6 +22,7 @@ A spec is comma-separated ``key=value`` pairs:
   ``random.Random`` (reproducible; no draw is made for rate 1);
 - ``after=<n>`` let the first n matching requests through, ``count=<n>`` then apply
   to n of them and stop (a group that goes away and comes back);
+- ``events=<n>`` (watch-drop only) end the stream after n events (default 0: at once);
 - ``message=<text>`` (status only; no commas) the Status message.
 
 Latency is real ``asyncio.sleep`` by default (the one place the emulator sleeps in
@@ -74,7 +75,7 @@ _REASONS = {
 }
 
 _EFFECT_KEYS = ("status", "latency", "watch-drop", "gone", "unavailable")
-_ALL_KEYS = (*_EFFECT_KEYS, "path", "verb", "rate", "after", "count", "message")
+_ALL_KEYS = (*_EFFECT_KEYS, "path", "verb", "rate", "after", "count", "events", "message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,7 @@ class FaultRule:
     rate: float = 1.0
     after: int = 0
     count: int | None = None
+    events: int = 0
     group: str = ""
     message: str = ""
     spec: str = field(default="", compare=False)
@@ -103,8 +105,8 @@ class FaultRule:
             raise ValueError(f"fault rate must be in (0, 1], got {self.rate}")
         if self.latency < 0:
             raise ValueError(f"fault latency must not be negative, got {self.latency}")
-        if self.after < 0 or (self.count is not None and self.count < 1):
-            raise ValueError("fault after must be >= 0 and count >= 1")
+        if self.after < 0 or self.events < 0 or (self.count is not None and self.count < 1):
+            raise ValueError("fault after and events must be >= 0 and count >= 1")
         if self.kind == "unavailable" and self.group not in _METRICS_GROUPS:
             raise ValueError(
                 f"unavailable= takes a metrics API group ({', '.join(_METRICS_GROUPS)}), got {self.group!r}"
@@ -128,8 +130,8 @@ class FaultRule:
         return cls(kind="latency", latency=seconds, path=path, **kw)
 
     @classmethod
-    def watch_drop(cls, path: str = "*", **kw: Any) -> FaultRule:
-        return cls(kind="watch-drop", path=path, **kw)
+    def watch_drop(cls, path: str = "*", events: int = 0, **kw: Any) -> FaultRule:
+        return cls(kind="watch-drop", path=path, events=events, **kw)
 
     @classmethod
     def gone(cls, path: str = "*", **kw: Any) -> FaultRule:
@@ -199,9 +201,11 @@ def parse_fault_spec(text: str) -> FaultRule:
             kw["latency"] = parse_go_duration(values["latency"]).total_seconds()
         except ValueError as exc:
             raise ValueError(f"fault spec {text!r}: latency=: {exc}") from None
-    for key in ("after", "count"):
+    for key in ("after", "count", "events"):
         if key in values:
             kw[key] = _int(key, values[key], text)
+    if "events" in values and effect != "watch-drop":
+        raise ValueError(f"fault spec {text!r}: events= only applies to watch-drop=")
     if "message" in values:
         if effect != "status":
             raise ValueError(f"fault spec {text!r}: message= only applies to status=")
@@ -231,7 +235,7 @@ class FaultInjector:
     - :attr:`middleware` (aiohttp) answers matching requests with the rule's error
       (a ``Status`` body; 503 plain text ``service unavailable`` for an unavailable
       metrics group, as kube-aggregator writes it) after any matching latency;
-    - :meth:`should_drop_watch` is asked by the watch handler while a stream runs;
+    - :meth:`watch_drop_after` is asked by the watch handler when a stream opens;
       :meth:`force_gone` by list and watch handlers
       given a resourceVersion (True: answer 410 Expired as if it had been compacted).
 
@@ -333,12 +337,15 @@ class FaultInjector:
                 return rule
         return None
 
+    def watch_drop_after(self, path: str) -> int | None:
+        """Asked once when a watch stream opens: None keeps the stream; n ends it after
+        n events (0: at once), as a dropped connection or an apiserver restart does."""
+        rule = self._first(("watch-drop",), path, "GET", "watch")
+        return None if rule is None else rule.events
+
     def should_drop_watch(self, path: str) -> bool:
-        """Asked by the watch handler while a stream runs (when it opens, before each
-        event, and on its idle ticks): True ends the stream now, as a dropped
-        connection or an apiserver restart does. ``after`` counts these checks;
-        ``count`` counts drops."""
-        return self._first(("watch-drop",), path, "GET", "watch") is not None
+        """watch_drop_after(path) is not None (for handlers that only drop at once)."""
+        return self.watch_drop_after(path) is not None
 
     def force_gone(self, path: str) -> bool:
         return self._first(("gone",), path, None, None) is not None

@@ -89,6 +89,10 @@ PARSE_ERRORS: list[Any] = [
         "gone=/x,message=m", "message= only applies to status=", id="message-without-status"
     ),
     pytest.param("watch-drop=", "watch-drop= needs a path glob", id="empty-glob"),
+    pytest.param(
+        "gone=/x,events=2", "events= only applies to watch-drop=", id="events-without-drop"
+    ),
+    pytest.param("watch-drop=/x,events=-1", "events must be >= 0", id="negative-events"),
     pytest.param("status=500,verb=|", "verb= is empty", id="empty-verb"),
 ]
 
@@ -115,6 +119,14 @@ def test_watch_drop_and_gone_match_path_globs() -> None:
     assert faults.force_gone("/apis/autoscaling/v2/horizontalpodautoscalers")
     assert not faults.force_gone("/apis/autoscaling/v1/horizontalpodautoscalers")
     assert not faults.force_gone("/api/v1/pods")
+
+
+def test_watch_drop_after_events() -> None:
+    faults = FaultInjector()
+    faults.add("watch-drop=/api/v1/pods,events=2,count=1")
+    assert faults.watch_drop_after("/api/v1/pods") == 2
+    assert faults.watch_drop_after("/api/v1/pods") is None  # count spent
+    assert FaultInjector().watch_drop_after("/api/v1/pods") is None
 
 
 def test_after_and_count_window() -> None:
