@@ -134,7 +134,9 @@ class SyncInputs:
 
     * ``scale``: the scale read, or None when it failed; then ``scale_error`` is the
       error text (for a missing target the API error, e.g.
-      ``deployments.apps "web" not found``; no mapping: ``unrecognized resource``).
+      ``deployments.apps "web" not found``; no mapping: ``unrecognized resource``) and
+      ``scale_error_stage`` says where it failed: ``version`` (``scaleTargetRef.apiVersion``
+      does not parse), ``mapping`` (no REST mapping) or ``get`` (the GET failed).
     * ``pods``: the pods of the HPA's namespace (the core filters by the selector).
     * ``metrics``: one entry per ``hpa.spec.metrics`` (same order) as fetched per
       :func:`metrics_to_fetch`; may be empty when :func:`needs_metrics` is False.
@@ -154,6 +156,7 @@ class SyncInputs:
     now: datetime
     hpa_selectors: Mapping[str, Selector] = field(default_factory=dict)
     scale_error: str = ""
+    scale_error_stage: Literal["version", "mapping", "get"] = "get"
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,6 +527,13 @@ def decide(inputs: SyncInputs) -> Plan:
         expl = Explanation(
             "failed-get-scale", None, None, limited_by=("failed-get-scale",), error=err
         )
+        stage = inputs.scale_error_stage
+        if stage == "version":
+            error = f"invalid API version in scale target reference: {err}"
+        elif stage == "mapping":
+            error = f"unable to determine resource for scale target reference: {err}"
+        else:
+            error = f"failed to query scale subresource for {_reference(hpa)}: {err}"
         return Plan(
             hpa,
             now,
@@ -539,7 +549,8 @@ def decide(inputs: SyncInputs) -> Plan:
             history,
             expl,
             _min_replicas(hpa),
-            error=f"failed to query scale subresource for {_reference(hpa)}: {err}",
+            error=error,
+            error_is_spec=stage == "version",
         )
 
     scale = inputs.scale

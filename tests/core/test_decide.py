@@ -989,3 +989,18 @@ def test_explanation_lists_set_aside_pods() -> None:
     out = reconcile(inputs(hpa(), 4, [samples(ps[:3], 900)], ps))
     m = out.explanation.metrics[0]
     assert m.proposal is not None and ("web-pending", "unready-pending") in m.set_aside
+
+
+@pytest.mark.parametrize(
+    ("stage", "error", "label"),
+    [
+        ("version", "invalid API version in scale target reference: bad", "spec"),
+        ("mapping", "unable to determine resource for scale target reference: bad", "internal"),
+        ("get", "failed to query scale subresource for Deployment/ns/web: bad", "internal"),
+    ],
+)
+def test_scale_error_stage_sets_returned_error(stage: str, error: str, label: str) -> None:
+    inp = replace(inputs(hpa(), None, scale_error="bad"), scale_error_stage=stage)
+    out = reconcile(inp)
+    assert (out.error, out.error_label) == (error, label)
+    assert ev(out) == [("Warning", "FailedGetScale", "bad")]
