@@ -313,6 +313,35 @@ class Explanation:
     rescale_reason: str = ""
     error: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form for logs, traces and ``hpactl explain``."""
+        return {
+            "path": self.path,
+            "currentReplicas": self.current_replicas,
+            "desiredReplicas": self.desired_replicas,
+            "metrics": [
+                {
+                    "index": m.index,
+                    "type": m.type,
+                    "name": m.name,
+                    "proposal": m.proposal,
+                    "error": m.error,
+                    "failureReason": m.failure_reason,
+                    "withinTolerance": m.within_tolerance,
+                    "setAside": [{"pod": p, "reason": r} for p, r in m.set_aside],
+                }
+                for m in self.metrics
+            ],
+            "metricProposal": self.metric_proposal,
+            "metricName": self.metric_name,
+            "stabilized": self.stabilized,
+            "limitedBy": list(self.limited_by),
+            "limitReason": self.limit_reason,
+            "policy": self.policy,
+            "rescaleReason": self.rescale_reason,
+            "error": self.error,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Plan:

@@ -228,3 +228,10 @@ def test_store_scale_event_appends_and_uses_direction() -> None:
     # an event exactly one longest period old is outdated (§16)
     h2 = store_scale_event(h, 7, 5, 60, 300, NOW + timedelta(seconds=300))
     assert h2.scale_down_events == (ScaleEvent(2, NOW + timedelta(seconds=300)),)
+
+
+def test_legacy_entry_exactly_one_window_old_is_outside_and_overwritten() -> None:
+    h = History((Recommendation(9, ago(300)), Recommendation(4, ago(299))))
+    got, h2 = stabilize_recommendation(h, 2, timedelta(minutes=5), NOW)
+    assert got == 4
+    assert h2.recommendations == (Recommendation(2, NOW), Recommendation(4, ago(299)))

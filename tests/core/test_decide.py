@@ -1004,3 +1004,14 @@ def test_scale_error_stage_sets_returned_error(stage: str, error: str, label: st
     out = reconcile(inp)
     assert (out.error, out.error_label) == (error, label)
     assert ev(out) == [("Warning", "FailedGetScale", "bad")]
+
+
+def test_explanation_to_dict_is_json_ready() -> None:
+    import json
+
+    ps = (*pods(3), replace(pods(1, phase="Pending")[0], name="web-pending"))
+    out = reconcile(inputs(hpa(max_replicas=100, metrics=[cpu(10)]), 4, [samples(ps[:3], 300)], ps))
+    d = json.loads(json.dumps(out.explanation.to_dict()))
+    assert d["path"] == "metrics" and d["limitedBy"] == ["scale-up-limit"]
+    assert d["metrics"][0]["setAside"] == [{"pod": "web-pending", "reason": "unready-pending"}]
+    assert d["policy"] == "max(2 x current, 4)"
