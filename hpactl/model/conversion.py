@@ -461,36 +461,71 @@ def _behavior_to_internal(b: Mapping[str, Any]) -> Obj:
     }
 
 
+class _BadAnnotation(Exception):
+    """The behavior annotation does not unmarshal into the Go struct."""
+
+
+def _int32(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not -(2**31) <= v < 2**31:
+        raise _BadAnnotation
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise _BadAnnotation
+    return v
+
+
 def _rules_from_internal(r: Any) -> Obj | None:
-    if not isinstance(r, Mapping):
+    if r is None:
         return None
+    if not isinstance(r, Mapping):
+        raise _BadAnnotation
     out: Obj = {}
-    _put(out, "stabilizationWindowSeconds", _get_ci(r, "StabilizationWindowSeconds"))
-    _put(out, "selectPolicy", _get_ci(r, "SelectPolicy"))
+    window = _get_ci(r, "StabilizationWindowSeconds")
+    _put(out, "stabilizationWindowSeconds", None if window is None else _int32(window))
+    select = _get_ci(r, "SelectPolicy")
+    _put(out, "selectPolicy", None if select is None else _str(select))
     policies = _get_ci(r, "Policies")
     if policies is not None:
+        if not isinstance(policies, list) or not all(isinstance(p, Mapping) for p in policies):
+            raise _BadAnnotation
         out["policies"] = [
             {
-                "type": _get_ci(p, "Type") or "",
-                "value": _get_ci(p, "Value") or 0,
-                "periodSeconds": _get_ci(p, "PeriodSeconds") or 0,
+                "type": _str(_get_ci(p, "Type") or ""),
+                "value": _int32(_get_ci(p, "Value") or 0),
+                "periodSeconds": _int32(_get_ci(p, "PeriodSeconds") or 0),
             }
             for p in policies
         ]
-    _put(out, "tolerance", _q(_get_ci(r, "Tolerance")))
+    tolerance = _get_ci(r, "Tolerance")
+    if tolerance is not None:
+        try:
+            out["tolerance"] = _q(tolerance)
+        except ValueError:
+            raise _BadAnnotation from None
     return out
 
 
-def _behavior_from_internal(raw: Any) -> Obj | None:
-    if not isinstance(raw, Mapping):
+def _behavior_from_internal(text: str) -> Obj | None:
+    """The behavior annotation, or None where upstream keeps no behavior: the JSON does not
+    unmarshal into the internal struct, or it is the zero struct."""
+    try:
+        raw = json.loads(text)
+        if raw is None:
+            return None
+        if not isinstance(raw, Mapping):
+            raise _BadAnnotation
+        up = _rules_from_internal(_get_ci(raw, "ScaleUp"))
+        down = _rules_from_internal(_get_ci(raw, "ScaleDown"))
+    except (ValueError, _BadAnnotation):
         return None
-    up = _get_ci(raw, "ScaleUp")
-    down = _get_ci(raw, "ScaleDown")
     if up is None and down is None:
-        return None  # the zero behavior is not restored
+        return None
     out: Obj = {}
-    _put(out, "scaleUp", _rules_from_internal(up))
-    _put(out, "scaleDown", _rules_from_internal(down))
+    _put(out, "scaleUp", up)
+    _put(out, "scaleDown", down)
     return out
 
 
@@ -654,10 +689,7 @@ def hpa_v1_to_v2(obj: Mapping[str, Any]) -> Obj:
 
     behavior: Obj | None = None
     if BEHAVIOR_ANNOTATION in annotations:
-        try:
-            behavior = _behavior_from_internal(json.loads(annotations[BEHAVIOR_ANNOTATION]))
-        except (ValueError, TypeError, AttributeError):
-            behavior = None
+        behavior = _behavior_from_internal(annotations[BEHAVIOR_ANNOTATION])
     for key, direction in (
         (SCALE_DOWN_TOLERANCE_ANNOTATION, "scaleDown"),
         (SCALE_UP_TOLERANCE_ANNOTATION, "scaleUp"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final, Literal
 
 __all__ = [
@@ -418,6 +419,8 @@ def _interpret(suffix: str) -> tuple[int, int, QuantityFormat]:
     raise _ParseError(ERR_SUFFIX)
 
 
+# Quantities are immutable, and the same few strings ("500m", "128Mi") recur across pods.
+@lru_cache(maxsize=8192)
 def _parse(s: str) -> Quantity:
     if not s:
         raise _ParseError(ERR_FORMAT_WRONG)

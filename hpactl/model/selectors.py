@@ -23,6 +23,7 @@ __all__ = [
     "Operator",
     "Requirement",
     "Selector",
+    "from_set",
     "parse_field_selector",
     "parse_selector",
     "selector_from_label_selector",
@@ -326,6 +327,11 @@ class Selector:
     def nothing(cls) -> Selector:
         return _NOTHING
 
+    @classmethod
+    def from_set(cls, labels: Mapping[str, str] | None) -> Selector:
+        """Go ``labels.SelectorFromSet``."""
+        return selector_from_set(labels)
+
     @property
     def is_nothing(self) -> bool:
         return self._nothing
@@ -565,6 +571,8 @@ def selector_from_set(labels: Mapping[str, str] | None) -> Selector:
         return _EVERYTHING
     return Selector(Requirement(k, EQUALS, (v,)) for k, v in labels.items())
 
+
+from_set = selector_from_set
 
 _LABEL_SELECTOR_OPS: Final[dict[str, str]] = {
     "In": IN,

@@ -762,3 +762,23 @@ def test_v1_v2_v1_identity(obj: dict[str, Any]) -> None:
     v1 = json.loads(json.dumps(hpa_v2_to_v1(default_hpa_v2(obj))))
     again = hpa_v2_to_v1(hpa_v1_to_v2(v1))
     assert again == v1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"ScaleUp":"fast"}',
+        '{"ScaleUp":{"StabilizationWindowSeconds":"60"}}',
+        '{"ScaleDown":{"Policies":{"Type":"Pods"}}}',
+        '{"ScaleDown":{"Policies":[{"Type":"Pods","Value":1.5,"PeriodSeconds":15}]}}',
+        '{"ScaleDown":{"Tolerance":"lots"}}',
+        '{"ScaleUp":null,"ScaleDown":null}',
+        "null",
+    ],
+)
+def test_v1_behavior_annotation_that_does_not_unmarshal_is_ignored(text: str) -> None:
+    hpa = base_v1(targetCPUUtilizationPercentage=50)
+    hpa["metadata"]["annotations"] = {BEHAVIOR_ANNOTATION: text}
+    v2 = hpa_v1_to_v2(hpa)
+    assert "behavior" not in v2["spec"]
+    assert "annotations" not in v2["metadata"]

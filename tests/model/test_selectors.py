@@ -362,3 +362,11 @@ def test_field_selector_errors(text: str, message: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_field_selector(text)
     assert str(info.value) == message
+
+
+def test_from_set_aliases() -> None:
+    from hpactl.model.selectors import from_set
+
+    assert str(Selector.from_set({"a": "1"})) == "a=1"
+    assert from_set({"a": "1"}).matches({"a": "1"})
+    assert Selector.from_set(None).empty()
