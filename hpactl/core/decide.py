@@ -50,6 +50,13 @@ from hpactl.core.metrics_eval import (
     validate_and_parse_selector,
 )
 from hpactl.core.replica_calculator import ReplicaCalculator
+from hpactl.model.featuregates import (
+    HPA_CONFIGURABLE_TOLERANCE,
+    HPA_GENERATION,
+    HPA_SCALE_TO_ZERO,
+    POD_LEVEL_RESOURCES,
+    FeatureGates,
+)
 from hpactl.model.hpa import (
     AVERAGE_VALUE,
     CONTAINER_RESOURCE,
@@ -112,6 +119,28 @@ class CoreConfig:
     configurable_tolerance: bool = True  # HPAConfigurableTolerance
     pod_level_resources: bool = True  # PodLevelResources
     hpa_generation: bool = False  # HPAGeneration (alpha): status.observedGeneration
+
+    @classmethod
+    def from_flags(
+        cls,
+        gates: FeatureGates,
+        *,
+        tolerance: float = 0.1,
+        downscale_stabilization: timedelta = timedelta(minutes=5),
+        cpu_initialization_period: timedelta = timedelta(minutes=5),
+        initial_readiness_delay: timedelta = timedelta(seconds=30),
+    ) -> CoreConfig:
+        """Build from the parsed ``--feature-gates`` and the HPA flags."""
+        return cls(
+            tolerance=tolerance,
+            downscale_stabilization=downscale_stabilization,
+            cpu_initialization_period=cpu_initialization_period,
+            initial_readiness_delay=initial_readiness_delay,
+            scale_to_zero=gates.enabled(HPA_SCALE_TO_ZERO),
+            configurable_tolerance=gates.enabled(HPA_CONFIGURABLE_TOLERANCE),
+            pod_level_resources=gates.enabled(POD_LEVEL_RESOURCES),
+            hpa_generation=gates.enabled(HPA_GENERATION),
+        )
 
     def calculator(self) -> ReplicaCalculator:
         return ReplicaCalculator(

@@ -1015,3 +1015,20 @@ def test_explanation_to_dict_is_json_ready() -> None:
     assert d["path"] == "metrics" and d["limitedBy"] == ["scale-up-limit"]
     assert d["metrics"][0]["setAside"] == [{"pod": "web-pending", "reason": "unready-pending"}]
     assert d["policy"] == "max(2 x current, 4)"
+
+
+def test_core_config_from_feature_gates() -> None:
+    from hpactl.model.featuregates import FeatureGates, parse_feature_gates
+
+    assert CoreConfig.from_flags(FeatureGates.defaults()) == CoreConfig()
+    cfg = CoreConfig.from_flags(
+        parse_feature_gates("HPAScaleToZero=false,HPAGeneration=true"),
+        tolerance=0.2,
+        downscale_stabilization=timedelta(minutes=1),
+    )
+    assert (cfg.scale_to_zero, cfg.hpa_generation, cfg.configurable_tolerance) == (
+        False,
+        True,
+        True,
+    )
+    assert (cfg.tolerance, cfg.downscale_stabilization) == (0.2, timedelta(minutes=1))
