@@ -1,0 +1,234 @@
+"""``ControllerApp``: the controller's parts, assembled for one ``ControllerConfig``.
+
+``async with ControllerApp(config, clock=clock) as app:`` opens a ``KubeSession``
+(from ``config.client``: kubeconfig / master / qps / burst; every request is timed
+out and counted in ``app.metrics``), creates the shared informers (HPAs, Pods, and
+Deployments / ReplicaSets / StatefulSets / ReplicationControllers), the REST mapper,
+scale, status and event writers, the shared metrics fetcher, and the
+:class:`~hpactl.controller.horizontal.HorizontalController` (``app.controller``),
+registers its informer handlers, starts the informers and (by default) waits for
+their first list. Nothing is synced until someone asks:
+
+* ``hpactl run`` calls ``app.controller.start_scheduling()`` when it leads
+  (:mod:`hpactl.controller.run`);
+* ``hpactl simulate`` drives it step by step, with leader election off and no
+  supervisor::
+
+      clock = VirtualClock(start)
+      async with ControllerApp(config, clock=clock, env={}) as app:
+          ...                       # write objects to the API, advance the clock
+          await app.wait_for_rv(rv) # the caches reflect every write up to rv
+          records = await app.controller.sync_all()
+
+  ``clock`` drives every decision timestamp (``now``), the metrics-sharing window
+  and the controller's schedule; the informers always run on a real clock (their
+  backoff and timeouts are network time). ``sync_all`` empties the metrics cache
+  first, so each step asks the metrics APIs afresh.
+
+Keyword arguments: ``env`` (the ``OTEL_*`` variables; tracing is set up only when
+``tracer`` is not given — ``{}`` turns it off), ``metrics`` (a ``ControllerMetrics``
+to fill; one is made otherwise), ``tracer``, ``wait_for_sync`` (default True),
+``sync_timeout`` (seconds to wait for the caches, default 60), ``call_timeout``
+(each API / metrics call, default 10 s), ``master`` (overrides the API URL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Self
+
+import structlog
+from opentelemetry import trace
+
+from hpactl.cache.factory import SharedInformers
+from hpactl.cache.projections import WORKLOAD_KINDS
+from hpactl.clock import Clock, RealClock
+from hpactl.config import ControllerConfig
+from hpactl.controller.adapters import EventRecorder, RestMapper, ScaleClient, StatusWriter
+from hpactl.controller.gather import Gatherer
+from hpactl.controller.horizontal import HorizontalController
+from hpactl.controller.metrics_source import RestMetricsSource, SharedMetricsFetcher
+from hpactl.core.decide import CoreConfig
+from hpactl.kube.session import KubeSession
+from hpactl.model import featuregates as fg
+from hpactl.obs.metrics import ControllerMetrics
+from hpactl.obs.tracing import Tracing, setup_tracing
+
+__all__ = ["ControllerApp", "core_config"]
+
+log = structlog.get_logger("hpactl.app")
+
+
+def core_config(config: ControllerConfig) -> CoreConfig:
+    """The decision core's settings from the flags and feature gates."""
+    h = config.hpa
+    gates = config.feature_gates
+    return CoreConfig(
+        tolerance=h.tolerance,
+        downscale_stabilization=h.downscale_stabilization_window,
+        cpu_initialization_period=h.cpu_initialization_period,
+        initial_readiness_delay=h.initial_readiness_delay,
+        scale_to_zero=gates.enabled(fg.HPA_SCALE_TO_ZERO),
+        configurable_tolerance=gates.enabled(fg.HPA_CONFIGURABLE_TOLERANCE),
+        pod_level_resources=gates.enabled(fg.POD_LEVEL_RESOURCES),
+        hpa_generation=gates.enabled(fg.HPA_GENERATION),
+    )
+
+
+class ControllerApp:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        config: ControllerConfig,
+        *,
+        clock: Clock | None = None,
+        env: Mapping[str, str] | None = None,
+        metrics: ControllerMetrics | None = None,
+        tracer: trace.Tracer | None = None,
+        wait_for_sync: bool = True,
+        sync_timeout: float = 60.0,
+        call_timeout: float = 10.0,
+        master: str | None = None,
+    ) -> None:
+        self.config = config
+        self.clock: Clock = clock or RealClock()
+        self._env = dict(env or {})
+        self.metrics = metrics or ControllerMetrics()
+        self._tracer = tracer
+        self._tracing: Tracing | None = None
+        self._wait = wait_for_sync
+        self._sync_timeout = sync_timeout
+        self.call_timeout = call_timeout
+        self._master = master
+        self.session: KubeSession | None = None
+        self._informers: SharedInformers | None = None
+        self._controller: HorizontalController | None = None
+        self.fetcher: SharedMetricsFetcher | None = None
+
+    # -- accessors --------------------------------------------------------------------
+
+    @property
+    def controller(self) -> HorizontalController:
+        if self._controller is None:
+            raise RuntimeError("ControllerApp is not open (use `async with`)")
+        return self._controller
+
+    @property
+    def informers(self) -> SharedInformers:
+        if self._informers is None:
+            raise RuntimeError("ControllerApp is not open (use `async with`)")
+        return self._informers
+
+    @property
+    def caches_synced(self) -> bool:
+        return self._informers is not None and self._informers.has_synced
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def _on_request(self, verb: str, _resource: str, code: str, seconds: float) -> None:
+        self.metrics.api_requests.labels(verb=verb, code=code).inc()
+        self.metrics.api_request_duration.labels(verb=verb).observe(seconds)
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self._open()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def _open(self) -> None:
+        cfg = self.config
+        if self._tracer is None:
+            self._tracing = setup_tracing(self._env)
+            self._tracer = self._tracing.tracer
+        tracer = self._tracer
+        session = KubeSession(
+            kubeconfig=cfg.client.kubeconfig,
+            master=self._master or cfg.client.master,
+            qps=cfg.client.qps,
+            burst=cfg.client.burst,
+            request_timeout=self.call_timeout,
+            on_request=self._on_request,
+        )
+        await session.open()
+        self.session = session
+        period = cfg.hpa.sync_period.total_seconds()
+        informers = SharedInformers(session)  # real clock: informer timing is network time
+        self._informers = informers
+        hpas = informers.hpa_lister()
+        pods = informers.pod_lister()
+        workloads = informers.workload_lister(tuple(WORKLOAD_KINDS))
+        mapper = RestMapper(session, self.clock, timeout=self.call_timeout)
+        scales = ScaleClient(session, timeout=self.call_timeout)
+
+        async def plural(group: str, kind: str) -> str:
+            return (await mapper.mappings(group, kind))[0].resource
+
+        source = RestMetricsSource(session, timeout=self.call_timeout, resource_for_kind=plural)
+        self.fetcher = SharedMetricsFetcher(
+            source, self.clock, window=min(5.0, period), timeout=self.call_timeout
+        )
+        gatherer = Gatherer(
+            pods=pods,
+            workloads=workloads,
+            mapper=mapper,
+            scales=scales,
+            metrics=self.fetcher,
+            tracer=tracer,
+            call_timeout=self.call_timeout,
+        )
+        gates = cfg.feature_gates
+        controller = HorizontalController(
+            hpas=hpas,
+            gatherer=gatherer,
+            scales=scales,
+            status=StatusWriter(session, timeout=self.call_timeout),
+            events=EventRecorder(session, self.clock, timeout=self.call_timeout),
+            clock=self.clock,
+            config=core_config(cfg),
+            sync_period=period,
+            concurrency=cfg.hpa.concurrent_syncs,
+            tracer=tracer,
+            metrics=self.metrics,
+            fetcher=self.fetcher,
+            hpa_generation=gates.enabled(fg.HPA_GENERATION),
+            stale_consistency=gates.enabled(fg.STALE_CONTROLLER_CONSISTENCY_HPA),
+            call_timeout=self.call_timeout,
+        )
+        self._controller = controller
+        hpas.informer.add_handler(controller.on_add, controller.on_update, controller.on_delete)
+        informers.start()
+        if self._wait and not await self.wait_for_cache_sync(self._sync_timeout):
+            raise TimeoutError(f"informer caches did not sync within {self._sync_timeout:g}s")
+
+    async def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
+        ok = await self.informers.wait_for_cache_sync(timeout)
+        self.metrics.caches_synced.set(1 if ok else 0)
+        return ok
+
+    async def wait_for_rv(self, rv: int | str, timeout: float | None = 30.0) -> None:
+        """Wait until every informer reflects resourceVersion >= ``rv``."""
+        await self.informers.wait_for_rv(rv, timeout)
+
+    async def close(self) -> None:
+        if self._controller is not None:
+            await self._controller.stop_scheduling()
+        if self._informers is not None:
+            await self._informers.stop()
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+        if self._tracing is not None:
+            self._tracing.shutdown()
+            self._tracing = None
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

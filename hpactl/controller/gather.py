@@ -1,0 +1,180 @@
+"""Gather what one sync reads: the target's scale, the pods, the metrics.
+
+* Scale: Deployments, ReplicaSets, StatefulSets and ReplicationControllers come
+  from their informer caches (projected to exactly what ``GET .../scale`` returns);
+  any other kind is read live through its scale subresource, resolved by discovery.
+  A missing cached object gives the API's own NotFound text
+  (``deployments.apps "web" not found``), as the live GET would.
+* Pods: the namespace's pods matching the scale's selector, from the pod cache
+  (the core re-checks the selector; filtering here only saves work).
+* Metrics: one fetch per ``spec.metrics`` entry (``metrics_to_fetch``), concurrently,
+  through the shared fetcher, each in its own span and bounded by a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+
+from hpactl.cache.listers import PodLister, WorkloadLister
+from hpactl.cache.projections import WORKLOAD_KINDS
+from hpactl.controller.adapters import (
+    MappingError,
+    RestMapper,
+    RestMapping,
+    ScaleClient,
+    parse_group_version,
+)
+from hpactl.controller.metrics_source import MetricsSource
+from hpactl.core.decide import MetricRequest, ScaleView
+from hpactl.core.metrics_eval import MetricInput
+from hpactl.kube.errors import KubeError
+from hpactl.model.hpa import HPA
+from hpactl.model.metrics import MetricFetchError
+from hpactl.model.pod import PodView
+from hpactl.model.selectors import Selector, parse_selector
+from hpactl.obs.tracing import SPAN_METRIC, SPAN_SCALE_GET
+
+__all__ = ["FetchedMetric", "Gatherer", "ScaleRead"]
+
+
+@dataclass(slots=True)
+class ScaleRead:
+    """The scale read and where to write it back."""
+
+    scale: ScaleView | None
+    error: str = ""
+    mapping: RestMapping | None = None
+    raw: dict[str, Any] | None = None  # the live Scale object (None when cached)
+    resource_version: str = ""  # of the cached object (precondition for the write)
+    cached: bool = False
+
+
+@dataclass(slots=True)
+class FetchedMetric:
+    request: MetricRequest
+    value: MetricInput
+    seconds: float
+    error: str | None = field(default=None)
+
+
+def _not_found(group: str, resource: str, name: str) -> str:
+    gr = f"{resource}.{group}" if group else resource
+    return f'{gr} "{name}" not found'
+
+
+class Gatherer:
+    def __init__(
+        self,
+        *,
+        pods: PodLister,
+        workloads: WorkloadLister | None,
+        mapper: RestMapper,
+        scales: ScaleClient,
+        metrics: MetricsSource,
+        tracer: trace.Tracer,
+        call_timeout: float,
+    ) -> None:
+        self._pods = pods
+        self._workloads = workloads
+        self._mapper = mapper
+        self._scales = scales
+        self._metrics = metrics
+        self._tracer = tracer
+        self._timeout = call_timeout
+
+    async def scale(self, hpa: HPA) -> ScaleRead:
+        ref = hpa.spec.scale_target_ref
+        with self._tracer.start_as_current_span(SPAN_SCALE_GET) as span:
+            span.set_attribute("hpactl.target.kind", ref.kind)
+            span.set_attribute("hpactl.target.name", ref.name)
+            read = await self._scale(hpa)
+            span.set_attribute("hpactl.scale.cached", read.cached)
+            if read.scale is None:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, read.error))
+            else:
+                span.set_attribute("hpactl.replicas.current", read.scale.spec_replicas)
+            return read
+
+    async def _scale(self, hpa: HPA) -> ScaleRead:
+        ref = hpa.spec.scale_target_ref
+        try:
+            group, _version = parse_group_version(ref.api_version)
+        except ValueError as exc:
+            return ScaleRead(None, str(exc))
+        wk = WORKLOAD_KINDS.get(ref.kind)
+        if wk is not None and wk.group == group and self._workloads is not None:
+            mapping = RestMapping(wk.group, wk.version, wk.resource)
+            ws = self._workloads.get(ref.kind, hpa.namespace, ref.name)
+            if ws is None:
+                return ScaleRead(None, _not_found(wk.group, wk.resource, ref.name), mapping)
+            view = ScaleView(ws.spec_replicas, ws.status_replicas, ws.selector)
+            return ScaleRead(
+                view, mapping=mapping, resource_version=ws.resource_version, cached=True
+            )
+        try:
+            async with asyncio.timeout(self._timeout * 2):
+                mappings = await self._mapper.mappings(group, ref.kind)
+                view, mapping, raw = await self._scales.get_any(mappings, hpa.namespace, ref.name)
+        except (MappingError, KubeError) as exc:
+            return ScaleRead(None, str(exc))
+        except TimeoutError:
+            return ScaleRead(None, "context deadline exceeded")
+        return ScaleRead(view, mapping=mapping, raw=raw)
+
+    def pods(self, namespace: str, selector_text: str) -> Sequence[PodView]:
+        if not selector_text:
+            return ()
+        try:
+            sel = parse_selector(selector_text)
+        except ValueError:
+            return ()
+        return self._pods.list(namespace, sel)
+
+    async def metrics(
+        self, requests: Sequence[MetricRequest], selector_text: str
+    ) -> list[FetchedMetric]:
+        try:
+            selector = parse_selector(selector_text)
+        except ValueError:
+            selector = Selector.nothing()
+        return list(await asyncio.gather(*(self._one(r, selector) for r in requests)))
+
+    async def _one(self, req: MetricRequest, selector: Selector) -> FetchedMetric:
+        if req.kind == "none":
+            return FetchedMetric(req, None, 0.0)
+        started = time.perf_counter()
+        with self._tracer.start_as_current_span(SPAN_METRIC) as span:
+            span.set_attribute("hpactl.metric.index", req.index)
+            span.set_attribute("hpactl.metric.source", req.kind)
+            if req.metric_name:
+                span.set_attribute("hpactl.metric.name", req.metric_name)
+            if req.resource:
+                span.set_attribute("hpactl.metric.resource", req.resource)
+            try:
+                async with asyncio.timeout(self._timeout):
+                    value = await self._metrics.fetch(req, selector)
+            except TimeoutError:
+                value = MetricFetchError(_deadline_text(req))
+            err = value.message if isinstance(value, MetricFetchError) else None
+            if err is not None:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, err))
+                span.set_attribute("hpactl.metric.error", err)
+            elif isinstance(value, dict):
+                span.set_attribute("hpactl.metric.samples", len(value))
+            return FetchedMetric(req, value, time.perf_counter() - started, err)
+
+
+def _deadline_text(req: MetricRequest) -> str:
+    api = {
+        "resource": "resource metrics API",
+        "pods": "custom metrics API",
+        "object": "custom metrics API",
+        "external": "external metrics API",
+    }.get(req.kind, "metrics API")
+    return f"unable to fetch metrics from {api}: context deadline exceeded"

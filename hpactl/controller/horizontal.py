@@ -1,0 +1,538 @@
+"""The HorizontalPodAutoscaler controller: informer handlers, one sync, every sync.
+
+``HorizontalController`` mirrors ``horizontal.go``:
+
+* Informer handlers (``enqueueHPA`` / ``updateHPA`` / ``deleteHPA``): an added HPA is
+  registered in the selector store with a match-nothing selector, then scheduled at
+  once; an update wakes the HPA early only when ``metadata.generation`` changed and
+  the HPAGeneration gate is on; a delete cancels it and forgets its history,
+  selector and last explanation.
+* :meth:`HorizontalController.sync_one` is ``reconcileKey`` + ``reconcileAutoscaler``:
+  gather (:mod:`hpactl.controller.gather`) → ``decide`` → scale write when the plan
+  rescales (retried on conflict) → ``finalize`` → status write only when it changed
+  (``FailedUpdateStatus`` on failure) → events → history. It returns a
+  :class:`SyncRecord` and emits the ``hpa.sync`` span, the ``hpa.synced`` log event
+  and the Prometheus observations.
+* :meth:`HorizontalController.sync_all` syncs every cached HPA once (sorted keys,
+  bounded concurrency): the deterministic entry point of ``hpactl simulate``.
+* ``start_scheduling`` / ``stop_scheduling`` run a :class:`SyncSupervisor` (the leader
+  only). Starting afresh drops every history: a new leader starts empty, as upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import structlog
+from opentelemetry import trace
+
+from hpactl.cache.listers import HPALister
+from hpactl.cache.store import ProjectionError
+from hpactl.clock import Clock
+from hpactl.controller.adapters import EventTarget, InvolvedObject
+from hpactl.controller.gather import FetchedMetric, Gatherer, ScaleRead
+from hpactl.controller.scheduling import SyncSupervisor
+from hpactl.controller.selector_store import SelectorStore
+from hpactl.core.decide import (
+    CoreConfig,
+    Explanation,
+    Outcome,
+    ScaleWriteResult,
+    SyncInputs,
+    decide,
+    finalize,
+    metrics_to_fetch,
+    needs_metrics,
+)
+from hpactl.core.history import History
+from hpactl.core.metrics_eval import WARNING, Event
+from hpactl.kube.errors import KubeError
+from hpactl.model.hpa import HPA
+from hpactl.obs.metrics import ControllerMetrics
+from hpactl.obs.tracing import SPAN_SCALE_UPDATE, SPAN_STATUS_UPDATE, SPAN_SYNC
+
+__all__ = ["TARGET_ATTRIBUTES", "HorizontalController", "SyncRecord"]
+
+log = structlog.get_logger("hpactl.controller")
+
+#: OTel semantic-convention attribute for the target's name, per kind.
+TARGET_ATTRIBUTES = {
+    "Deployment": "k8s.deployment.name",
+    "ReplicaSet": "k8s.replicaset.name",
+    "StatefulSet": "k8s.statefulset.name",
+    "ReplicationController": "k8s.replicationcontroller.name",
+}
+
+
+class ScaleWriter(Protocol):
+    async def update(
+        self,
+        m: Any,
+        namespace: str,
+        name: str,
+        replicas: int,
+        *,
+        current: dict[str, Any] | None = None,
+        resource_version: str = "",
+    ) -> None: ...
+
+
+class StatusUpdater(Protocol):
+    async def update(self, hpa: HPA, status_raw: dict[str, Any]) -> str: ...
+
+
+class EventSink(Protocol):
+    async def record(self, hpa: EventTarget, type_: str, reason: str, message: str) -> None: ...
+
+    def forget(self, namespace: str, name: str) -> None: ...
+
+
+class PeriodicFetcher(Protocol):
+    def new_period(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRecord:
+    """What one sync of one HPA did (logs, ``simulate`` output, ``hpactl explain``).
+
+    ``current``: the target's spec.replicas (None when the scale could not be read);
+    ``desired``: status.desiredReplicas after the sync; ``reason``: the rescale
+    reason, else the limiting condition's reason; ``errors``: what upstream's
+    reconcile would return, plus failed writes.
+    """
+
+    key: str
+    current: int | None
+    desired: int | None
+    rescaled: bool
+    reason: str
+    explanation: Explanation | None
+    errors: tuple[str, ...] = ()
+    action: str = "none"
+    error_label: str = "none"
+    status_written: bool = False
+    events: tuple[Event, ...] = field(default=())
+    skipped: str = ""
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name
+
+
+def _metric_spec_error(fm: FetchedMetric, failure_reason: str | None) -> bool:
+    return fm.request.kind == "none" or failure_reason == "InvalidMetricSourceType"
+
+
+class HorizontalController:
+    def __init__(
+        self,
+        *,
+        hpas: HPALister,
+        gatherer: Gatherer,
+        scales: ScaleWriter,
+        status: StatusUpdater,
+        events: EventSink,
+        clock: Clock,
+        config: CoreConfig,
+        sync_period: float,
+        concurrency: int = 5,
+        tracer: trace.Tracer | None = None,
+        metrics: ControllerMetrics | None = None,
+        fetcher: PeriodicFetcher | None = None,
+        hpa_generation: bool = False,
+        stale_consistency: bool = False,
+        call_timeout: float = 10.0,
+    ) -> None:
+        self.hpas = hpas
+        self.gatherer = gatherer
+        self._scales = scales
+        self._status = status
+        self._events = events
+        self.clock = clock
+        self.config = config
+        self.sync_period = sync_period
+        self.concurrency = concurrency
+        self.tracer = tracer or trace.NoOpTracer()
+        self.metrics = metrics
+        self._fetcher = fetcher
+        self.hpa_generation = hpa_generation
+        self.stale_consistency = stale_consistency
+        self.call_timeout = call_timeout
+        self.selectors = SelectorStore()
+        self.history: dict[str, History] = {}
+        self.explanations: dict[str, Explanation] = {}
+        self.last_records: dict[str, SyncRecord] = {}
+        self._written_rv: dict[str, int] = {}
+        self._invalid_reported: dict[str, str] = {}
+        self.supervisor: SyncSupervisor | None = None
+        self.on_record: Callable[[SyncRecord], None] | None = None
+
+    # -- informer handlers ------------------------------------------------------------
+
+    def on_add(self, key: str, _obj: object) -> None:
+        self.selectors.register(key)
+        if self.supervisor is not None:
+            self.supervisor.add(key)
+        self._count_hpas()
+
+    def on_update(self, key: str, old: object, new: object) -> None:
+        if key not in self.selectors:
+            self.on_add(key, new)
+            return
+        if (
+            self.hpa_generation
+            and isinstance(old, HPA)
+            and isinstance(new, HPA)
+            and old.generation != new.generation
+            and self.supervisor is not None
+        ):
+            self.supervisor.wake(key)
+
+    def on_delete(self, key: str, _obj: object) -> None:
+        if self.supervisor is not None:
+            self.supervisor.remove(key)  # calls forget
+        else:
+            self.forget(key)
+        self._count_hpas()
+
+    def forget(self, key: str) -> None:
+        """Drop everything the controller remembers about ``key``."""
+        self.selectors.remove(key)
+        self.history.pop(key, None)
+        self.explanations.pop(key, None)
+        self.last_records.pop(key, None)
+        self._written_rv.pop(key, None)
+        self._invalid_reported.pop(key, None)
+        ns, name = _split(key)
+        self._events.forget(ns, name)
+        if self.metrics is not None:
+            self.metrics.forget_hpa(ns, name)
+
+    def _count_hpas(self) -> None:
+        if self.metrics is not None:
+            self.metrics.num_hpas.set(len(self.selectors))
+
+    # -- scheduling (leader only) -----------------------------------------------------
+
+    def start_scheduling(self) -> SyncSupervisor:
+        """Start periodic syncs of every known HPA, with empty histories."""
+        self.history.clear()
+        self.explanations.clear()
+        self._written_rv.clear()
+        on_lag = self.metrics.schedule_lag.observe if self.metrics is not None else None
+        sup = SyncSupervisor(
+            self.clock,
+            self.sync_period,
+            self.concurrency,
+            self._scheduled_sync,
+            forget=self.forget,
+            on_lag=on_lag,
+        )
+        self.supervisor = sup
+        sup.start(self.hpas.keys())
+        return sup
+
+    async def stop_scheduling(self, grace: float | None = None) -> None:
+        sup, self.supervisor = self.supervisor, None
+        if sup is not None:
+            await sup.stop(grace)
+
+    async def _scheduled_sync(self, key: str) -> None:
+        await self.sync_one(key)
+
+    # -- syncs ------------------------------------------------------------------------
+
+    async def sync_all(self) -> list[SyncRecord]:
+        """One sync of every cached HPA, in key order, ``concurrency`` at a time."""
+        if self._fetcher is not None:
+            self._fetcher.new_period()
+        keys = self.hpas.keys()
+        for key in keys:
+            self.selectors.register(key)
+        sem = asyncio.Semaphore(self.concurrency)
+
+        async def one(key: str) -> SyncRecord | None:
+            async with sem:
+                return await self.sync_one(key)
+
+        results = await asyncio.gather(*(one(k) for k in keys))
+        return [r for r in results if r is not None]
+
+    async def sync_one(self, key: str) -> SyncRecord | None:
+        """Reconcile one HPA; None when it no longer exists (its state is forgotten)."""
+        ns, name = _split(key)
+        hpa = self.hpas.get(ns, name)
+        if hpa is None:
+            bad = self.hpas.get_error(ns, name)
+            if bad is not None:
+                return await self._invalid(key, bad)
+            self.forget(key)
+            return None
+        if self.stale_consistency:
+            written = self._written_rv.get(key)
+            seen = _int_rv(hpa.resource_version)
+            if written is not None and seen is not None and seen < written:
+                # StaleControllerConsistencyHPA: our last status write is not in the
+                # cache yet; deciding on the old status would undo it.
+                rec = SyncRecord(
+                    key,
+                    None,
+                    hpa.status.desired_replicas,
+                    False,
+                    "",
+                    None,
+                    (f"HPA {key} cache is stale (resourceVersion {seen} < {written})",),
+                    error_label="internal",
+                    skipped="stale-cache",
+                )
+                log.info("hpa.skipped", hpa=key, reason="stale-cache")
+                return rec
+        started = time.perf_counter()
+        structlog.contextvars.bind_contextvars(hpa=key)
+        try:
+            with self.tracer.start_as_current_span(SPAN_SYNC) as span:
+                _base_attributes(span, hpa)
+                try:
+                    rec = await self._reconcile(hpa, span)
+                except Exception as exc:  # a bug must not kill the task: record and go on
+                    log.exception("hpa.sync_failed", hpa=key)
+                    span.record_exception(exc)
+                    span.set_status(trace.Status(trace.StatusCode.ERROR, repr(exc)))
+                    rec = SyncRecord(
+                        key, None, None, False, "", None, (repr(exc),), error_label="internal"
+                    )
+        finally:
+            structlog.contextvars.unbind_contextvars("hpa")
+        elapsed = time.perf_counter() - started
+        if self.metrics is not None:
+            self.metrics.reconciliations.labels(rec.action, rec.error_label).inc()
+            self.metrics.reconciliation_duration.labels(rec.action, rec.error_label).observe(
+                elapsed
+            )
+        self.last_records[key] = rec
+        if self.on_record is not None:
+            self.on_record(rec)
+        return rec
+
+    async def _invalid(self, key: str, bad: ProjectionError) -> SyncRecord:
+        """A malformed HPA: one Warning event per distinct problem, then skip it."""
+        msg = f"invalid HorizontalPodAutoscaler: {bad.message}"
+        if self._invalid_reported.get(key) != msg:
+            self._invalid_reported[key] = msg
+            log.warning("hpa.invalid", hpa=key, error=bad.message)
+            ns, name = _split(key)
+            stub = InvolvedObject(ns, name, "", bad.resource_version)
+            await self._emit(stub, (Event(WARNING, "InvalidHPA", msg),))
+        return SyncRecord(key, None, None, False, "InvalidHPA", None, (msg,), skipped="invalid")
+
+    async def _reconcile(self, hpa: HPA, span: trace.Span) -> SyncRecord:
+        key = hpa.key
+        now = self.clock.now()
+        history = self.history.get(key, History())
+        read: ScaleRead = await self.gatherer.scale(hpa)
+        pods = self.gatherer.pods(hpa.namespace, read.scale.selector) if read.scale else ()
+        inputs = SyncInputs(
+            hpa=hpa,
+            scale=read.scale,
+            pods=pods,
+            metrics=(),
+            history=history,
+            config=self.config,
+            now=now,
+            hpa_selectors=self.selectors.snapshot(hpa.namespace),
+            scale_error=read.error,
+        )
+        fetched: list[FetchedMetric] = []
+        if needs_metrics(inputs):
+            assert read.scale is not None
+            fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector)
+            inputs = replace(inputs, metrics=tuple(f.value for f in fetched))
+        plan = decide(inputs)
+        if plan.selector is not None:
+            self.selectors.set(key, plan.selector)
+
+        result: ScaleWriteResult | None = None
+        if plan.rescale:
+            result = await self._write_scale(hpa, read, plan.desired_replicas)
+        outcome = finalize(plan, result)
+        self.history[key] = outcome.history
+        self.explanations[key] = outcome.explanation
+
+        errors: list[str] = [outcome.error] if outcome.error else []
+        events = list(outcome.events)
+        written = False
+        if outcome.status_changed:
+            err = await self._write_status(hpa, outcome)
+            if err is None:
+                written = True
+            else:
+                events.append(Event(WARNING, "FailedUpdateStatus", err))
+                errors.append(f"failed to update status for {hpa.name}: {err}")
+        await self._emit(hpa, events)
+
+        self._observe_metrics(hpa, fetched, outcome)
+        expl = outcome.explanation
+        reason = expl.rescale_reason or plan.rescale_reason
+        if not reason and expl.limit_reason:
+            reason = expl.limit_reason
+        rec = SyncRecord(
+            key=key,
+            current=plan.current_replicas,
+            desired=outcome.desired_replicas,
+            rescaled=outcome.rescaled,
+            reason=reason,
+            explanation=expl,
+            errors=tuple(errors),
+            action=outcome.action,
+            error_label=outcome.error_label,
+            status_written=written,
+            events=tuple(events),
+        )
+        _decision_attributes(span, rec, expl)
+        if errors:
+            span.set_status(trace.Status(trace.StatusCode.ERROR, errors[0]))
+        log.info(
+            "hpa.synced",
+            hpa=key,
+            current=rec.current,
+            desired=rec.desired,
+            rescaled=rec.rescaled,
+            reason=rec.reason,
+            limited_by=list(expl.limited_by),
+            path=expl.path,
+            action=rec.action,
+            status_written=written,
+            error=errors[0] if errors else None,
+        )
+        return rec
+
+    async def _write_scale(self, hpa: HPA, read: ScaleRead, desired: int) -> ScaleWriteResult:
+        ref = hpa.spec.scale_target_ref
+        with self.tracer.start_as_current_span(SPAN_SCALE_UPDATE) as span:
+            span.set_attribute("hpactl.replicas.desired", desired)
+            span.set_attribute("hpactl.target.kind", ref.kind)
+            span.set_attribute("hpactl.target.name", ref.name)
+            try:
+                async with asyncio.timeout(self.call_timeout * 3):
+                    await self._scales.update(
+                        read.mapping,
+                        hpa.namespace,
+                        ref.name,
+                        desired,
+                        current=read.raw,
+                        resource_version=read.resource_version,
+                    )
+            except KubeError as exc:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
+                return ScaleWriteResult.failed(str(exc))
+            except TimeoutError:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, "timeout"))
+                return ScaleWriteResult.failed("context deadline exceeded")
+            return ScaleWriteResult.succeeded()
+
+    async def _write_status(self, hpa: HPA, outcome: Outcome) -> str | None:
+        with self.tracer.start_as_current_span(SPAN_STATUS_UPDATE) as span:
+            try:
+                async with asyncio.timeout(self.call_timeout):
+                    rv = await self._status.update(hpa, outcome.status_raw)
+            except KubeError as exc:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
+                return str(exc)
+            except TimeoutError:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, "timeout"))
+                return "context deadline exceeded"
+            parsed = _int_rv(rv)
+            if parsed is not None:
+                self._written_rv[hpa.key] = parsed
+            return None
+
+    async def _emit(self, hpa: EventTarget, events: Sequence[Event]) -> None:
+        for ev in events:
+            try:
+                async with asyncio.timeout(self.call_timeout):
+                    await self._events.record(hpa, ev.type, ev.reason, ev.message)
+            except (KubeError, TimeoutError) as exc:
+                # client-go drops events it cannot write; so do we, loudly.
+                key = f"{hpa.namespace}/{hpa.name}"
+                log.warning("event.dropped", hpa=key, reason=ev.reason, error=str(exc))
+
+    def _observe_metrics(self, hpa: HPA, fetched: list[FetchedMetric], outcome: Outcome) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        m.desired_replicas.labels(hpa.namespace, hpa.name).set(outcome.desired_replicas)
+        by_index = {me.index: me for me in outcome.explanation.metrics}
+        current_status = hpa.status.current_replicas
+        for fm in fetched:
+            if fm.request.kind == "none" and fm.request.index not in by_index:
+                continue
+            spec = hpa.spec.metrics[fm.request.index]
+            me = by_index.get(fm.request.index)
+            action, error = "none", "none"
+            if me is not None and (me.error or me.failure_reason):
+                error = "spec" if _metric_spec_error(fm, me.failure_reason) else "internal"
+            elif me is not None and me.proposal is not None:
+                if me.proposal > current_status:
+                    action = "scale_up"
+                elif me.proposal < current_status:
+                    action = "scale_down"
+            m.metric_computations.labels(action, error, spec.type).inc()
+            m.metric_computation_duration.labels(action, error, spec.type).observe(fm.seconds)
+
+
+def _int_rv(rv: str) -> int | None:
+    try:
+        return int(rv)
+    except (TypeError, ValueError):
+        return None
+
+
+def _base_attributes(span: trace.Span, hpa: HPA) -> None:
+    ref = hpa.spec.scale_target_ref
+    span.set_attribute("k8s.namespace.name", hpa.namespace)
+    span.set_attribute("k8s.hpa.name", hpa.name)
+    span.set_attribute("k8s.hpa.uid", hpa.uid)
+    span.set_attribute("k8s.hpa.scaletargetref.kind", ref.kind)
+    span.set_attribute("k8s.hpa.scaletargetref.name", ref.name)
+    if ref.api_version:
+        span.set_attribute("k8s.hpa.scaletargetref.api_version", ref.api_version)
+    attr = TARGET_ATTRIBUTES.get(ref.kind)
+    if attr is not None:
+        span.set_attribute(attr, ref.name)
+    span.set_attribute("hpactl.hpa.generation", hpa.generation)
+    if hpa.spec.min_replicas is not None:
+        span.set_attribute("hpactl.replicas.min", hpa.spec.min_replicas)
+    span.set_attribute("hpactl.replicas.max", hpa.spec.max_replicas)
+
+
+def _decision_attributes(span: trace.Span, rec: SyncRecord, expl: Explanation) -> None:
+    if rec.current is not None:
+        span.set_attribute("hpactl.replicas.current", rec.current)
+    if rec.desired is not None:
+        span.set_attribute("hpactl.replicas.desired", rec.desired)
+    span.set_attribute("hpactl.rescaled", rec.rescaled)
+    span.set_attribute("hpactl.action", rec.action)
+    span.set_attribute("hpactl.decision.path", expl.path)
+    if rec.reason:
+        span.set_attribute("hpactl.reason", rec.reason)
+    span.set_attribute("hpactl.limited_by", ",".join(expl.limited_by) or "none")
+    if expl.policy:
+        span.set_attribute("hpactl.policy", expl.policy)
+    if expl.metric_proposal is not None:
+        span.set_attribute("hpactl.metric_proposal", expl.metric_proposal)
+    if expl.stabilized is not None:
+        span.set_attribute("hpactl.stabilized", expl.stabilized)
+    span.set_attribute("hpactl.status.written", rec.status_written)
+    for me in expl.metrics:
+        p = f"hpactl.metric.{me.index}"
+        span.set_attribute(f"{p}.type", me.type)
+        span.set_attribute(f"{p}.name", me.name)
+        if me.proposal is not None:
+            span.set_attribute(f"{p}.proposal", me.proposal)
+        if me.error:
+            span.set_attribute(f"{p}.error", me.error)
