@@ -130,6 +130,9 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
     if rt.plural in ("deployments", "replicasets", "statefulsets", "replicationcontrollers"):
         _default_workload(obj, rt.kind)
         return
+    if rt.plural == "customresourcedefinitions":
+        _crd_status(obj)
+        return
     if rt.plural == "namespaces" and not rt.group:
         obj.setdefault("spec", {"finalizers": ["kubernetes"]})
         obj.setdefault("status", {"phase": "Active"})
@@ -164,3 +167,35 @@ def _qos_class(pod: Obj) -> str:
     if guaranteed:
         return "Guaranteed"
     return "Burstable" if requests_any else "BestEffort"
+
+
+def _crd_status(crd: Obj) -> None:
+    """What the apiextensions controllers write at once: names accepted, established."""
+    spec = crd.get("spec") or {}
+    names = dict(spec.get("names") or {})
+    if names.get("kind") and not names.get("singular"):
+        names["singular"] = str(names["kind"]).lower()
+    names.setdefault("listKind", f"{names.get('kind', '')}List")
+    ts = (crd.get("metadata") or {}).get("creationTimestamp")
+    crd["status"] = {
+        "acceptedNames": names,
+        "conditions": [
+            {
+                "type": "NamesAccepted",
+                "status": "True",
+                "lastTransitionTime": ts,
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+            },
+            {
+                "type": "Established",
+                "status": "True",
+                "lastTransitionTime": ts,
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+            },
+        ],
+        "storedVersions": [
+            str(v.get("name")) for v in spec.get("versions") or [] if v.get("storage")
+        ],
+    }

@@ -64,9 +64,13 @@ class ResourceType:
     def group_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    # Group under which the objects are stored (events.k8s.io Events live with core's).
+    storage_group: str | None = None
+
     @property
     def storage_key(self) -> tuple[str, str]:
-        return (self.group, self.plural)
+        group = self.group if self.storage_group is None else self.storage_group
+        return (group, self.plural)
 
     @property
     def stored_version(self) -> str:
@@ -251,7 +255,17 @@ def builtin_registry() -> Registry:
             "leases",
         )
     )
-    add(_rt("events.k8s.io", "v1", "Event", "events", short_names=("ev",), storage_version="v1"))
+    add(
+        _rt(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            "events",
+            short_names=("ev",),
+            storage_version="v1",
+            storage_group="",
+        )
+    )
     for kind, plural, namespaced in (
         ("ClusterRoleBinding", "clusterrolebindings", False),
         ("ClusterRole", "clusterroles", False),

@@ -139,14 +139,19 @@ def attributes_for(method: str, path: str, query: Any) -> RequestAttributes:
     return _split(method, path, query)[0]
 
 
+_ATTRS_KEY = web.RequestKey("hpactl.attributes", RequestAttributes)
+_NPARTS_KEY = web.RequestKey("hpactl.nparts", int)
+_USER_KEY = web.RequestKey("hpactl.user", tuple)
+
+
 def request_attributes(request: web.Request) -> RequestAttributes:
     """Resolve an aiohttp request (cached on the request)."""
-    cached = request.get("hpactl.attributes")
+    cached = request.get(_ATTRS_KEY)
     if isinstance(cached, RequestAttributes):
         return cached
     attrs, nparts = _split(request.method, request.path, request.query)
-    request["hpactl.attributes"] = attrs
-    request["hpactl.nparts"] = nparts
+    request[_ATTRS_KEY] = attrs
+    request[_NPARTS_KEY] = nparts
     return attrs
 
 
@@ -247,7 +252,7 @@ class ApiServer:
         if who is None:
             return error_response(errors.unauthorized())
         user, groups = who
-        request["hpactl.user"] = (user, groups)
+        request[_USER_KEY] = (user, groups)
         authz = self.hooks.authorizer
         if authz is not None and "system:masters" not in groups:
             denied = self._authorize(authz, request, user, groups)
@@ -452,7 +457,7 @@ class ApiServer:
         return rt
 
     async def _resource(self, request: web.Request, attrs: RequestAttributes) -> web.StreamResponse:
-        if request.get("hpactl.nparts", 0) > 3:
+        if request.get(_NPARTS_KEY, 0) > 3:
             raise errors.path_not_found()
         rt = self._resolve(attrs)
         ns = attrs.namespace if rt.namespaced else ""
@@ -460,6 +465,8 @@ class ApiServer:
             ns = ""
         verb = attrs.verb
         sub = attrs.subresource
+        if request.query.get("watch"):
+            parse_bool(request.query["watch"])  # 400 on a value Go's ParseBool rejects
         if sub and sub not in ("status", "scale"):
             raise errors.path_not_found()
         if sub == "status" and not rt.status:
@@ -1302,8 +1309,17 @@ def _selector_string(rt: ResourceType, obj: Obj) -> str | None:
 
 def validate(rt: ResourceType, obj: Obj) -> None:
     """The validation errors a user is most likely to hit (a small subset of the real ones)."""
-    name = str(obj.get("metadata", {}).get("name") or "")
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or "")
     causes: list[tuple[str, str, str]] = []
+    if not name and not meta.get("generateName"):
+        causes.append(
+            (
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            )
+        )
     if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
         spec = obj.get("spec") or {}
         ref = spec.get("scaleTargetRef") or {}
