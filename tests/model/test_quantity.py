@@ -361,3 +361,17 @@ def test_roundtrip_property(m: int, e: int) -> None:
 def test_milli_value_is_ceiling(n: int) -> None:
     q = Quantity(n, -9)
     assert q.milli_value() == -((-n) // 10**6)
+
+
+@given(st.text(alphabet="0123456789.+-eEinumkKMGTP ", max_size=12))
+def test_any_text_parses_or_raises_value_error(text: str) -> None:
+    try:
+        q = parse_quantity(text)
+    except ValueError as err:
+        assert str(err).startswith(f"cannot parse '{text}': ")
+        return
+    printed = str(q)
+    again = parse_quantity(printed)
+    assert again == q
+    assert str(again) == printed
+    assert parse_quantity(q.canonical()) == q

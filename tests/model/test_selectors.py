@@ -370,3 +370,15 @@ def test_from_set_aliases() -> None:
     assert str(Selector.from_set({"a": "1"})) == "a=1"
     assert from_set({"a": "1"}).matches({"a": "1"})
     assert Selector.from_set(None).empty()
+
+
+@given(st.text(alphabet="ab=!(),<> \tin1.", max_size=16))
+def test_any_text_parses_or_raises_and_prints_stably(text: str) -> None:
+    try:
+        sel = parse_selector(text)
+    except ValueError:
+        return
+    printed = str(sel)
+    again = parse_selector(printed)
+    assert str(again) == printed
+    assert again == sel
