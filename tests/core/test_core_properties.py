@@ -244,3 +244,80 @@ def test_idempotent_at_equilibrium(n: int, target: int, behavior: dict[str, Any]
         inputs(h2, n, [samples(ps, usage, later)], ps, history=first.history, now=later)
     )
     assert not second.rescaled and not second.status_changed
+
+
+quantity_st = st.sampled_from(["0", "1", "-1", "500m", "1e3", "2Ki", "1n", "9223372036854775807"])
+
+
+@st.composite
+def wild_metric(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(
+        st.sampled_from(["Resource", "ContainerResource", "Pods", "Object", "External", "Odd"])
+    )
+    ttype = draw(st.sampled_from(["Utilization", "Value", "AverageValue", ""]))
+    target: dict[str, Any] = {"type": ttype}
+    if draw(st.booleans()):
+        target["averageUtilization"] = draw(st.integers(-5, 500))
+    if draw(st.booleans()):
+        target["value"] = draw(quantity_st)
+    if draw(st.booleans()):
+        target["averageValue"] = draw(quantity_st)
+    ident = {"name": "m"}
+    if kind == "Resource":
+        return {
+            "type": kind,
+            "resource": {"name": draw(st.sampled_from(["cpu", "memory"])), "target": target},
+        }
+    if kind == "ContainerResource":
+        return {
+            "type": kind,
+            "containerResource": {"name": "cpu", "container": "c", "target": target},
+        }
+    if kind == "Pods":
+        return {"type": kind, "pods": {"metric": ident, "target": target}}
+    if kind == "Object":
+        return {
+            "type": kind,
+            "object": {
+                "describedObject": {"kind": "K", "name": "n"},
+                "metric": ident,
+                "target": target,
+            },
+        }
+    if kind == "External":
+        return {"type": kind, "external": {"metric": ident, "target": target}}
+    return {"type": kind}
+
+
+def wild_data(draw: st.DrawFn, ps: Any) -> Any:
+    choice = draw(st.integers(0, 4))
+    v = draw(st.integers(-(2**63), 2**63 - 1))
+    if choice == 0:
+        return samples(ps, [v % 10**7 for _ in ps]) if ps else {}
+    if choice == 1:
+        return obj_value(v)
+    if choice == 2:
+        return ext_value(*draw(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=3)))
+    if choice == 3:
+        return MetricFetchError("down")
+    return None
+
+
+@SETTINGS
+@given(st.data())
+def test_no_exception_on_anything_the_projection_accepts(data: st.DataObject) -> None:
+    specs = data.draw(st.lists(wild_metric(), min_size=1, max_size=3))
+    lo = data.draw(st.integers(-3, 50))
+    hi = data.draw(st.integers(-3, 50))
+    ps = pods(data.draw(st.integers(0, 5)))
+    metrics = [wild_data(data.draw, ps) for _ in specs]
+    raw = raw_hpa(specs, min_replicas=lo, max_replicas=hi, behavior=data.draw(behavior_st))
+    h = hpa_from_raw(raw)
+    current = data.draw(st.integers(0, 2**31 - 1))
+    status_replicas = data.draw(st.integers(0, 100))
+    out = reconcile(
+        inputs(
+            h, current, metrics, ps, status_replicas=status_replicas, history=data.draw(history_st)
+        )
+    )
+    assert isinstance(out.status_raw, dict)
