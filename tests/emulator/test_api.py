@@ -109,7 +109,6 @@ async def test_create_get_and_errors(http: Http) -> None:
 
 async def test_update_conflict_and_status_rules(http: Http) -> None:
     _, d = await http.post(DEPLOYMENTS, deployment("web"))
-    stale_rv = d["metadata"]["resourceVersion"]
     d2 = copy.deepcopy(d)
     d2["spec"]["replicas"] = 3
     d2["status"] = {"replicas": 99}  # ignored on the main resource
@@ -320,7 +319,7 @@ async def test_list_pagination_is_a_consistent_snapshot(http: Http, emulator: Em
     assert "continue" not in page3["metadata"]
     code, err = await http.get(PODS, params={"continue": "garbage"})
     assert code == 400
-    code, err = await http.get(PODS, params={"continue": token, "resourceVersion": "5"})
+    code, _err = await http.get(PODS, params={"continue": token, "resourceVersion": "5"})
     assert code == 400
 
 
@@ -422,7 +421,7 @@ async def test_event_field_selectors_and_events_v1_view(http: Http) -> None:
     assert v1["apiVersion"] == "events.k8s.io/v1"
     assert v1["regarding"]["name"] == "web" and v1["note"].startswith("New size: 3")
     assert v1["deprecatedCount"] == 1
-    code, lst = await http.get(
+    _code, lst = await http.get(
         "/apis/events.k8s.io/v1/namespaces/default/events",
         params={"fieldSelector": "regarding.name=db"},
     )
@@ -520,7 +519,7 @@ async def test_scale_subresource_builtin_kinds(http: Http) -> None:
     assert code == 404
     code, err = await http.get(HPAS + "/web/scale")
     assert code == 404
-    code, err = await http.patch(
+    code, _err = await http.patch(
         DEPLOYMENTS + "/web/scale", {"spec": {"replicas": -1}}, "application/merge-patch+json"
     )
     assert code == 422
@@ -594,7 +593,7 @@ async def test_crd_registers_resource_with_scale(http: Http) -> None:
     assert sc["spec"]["replicas"] == 4
     code, obj = await http.get(path + "/w")
     assert obj["spec"]["size"] == 4 and obj["metadata"]["generation"] == 2
-    code, err = await http.patch(
+    code, _err = await http.patch(
         path + "/w", {"spec": {"size": 1}}, "application/strategic-merge-patch+json"
     )
     assert code == 415
@@ -612,7 +611,7 @@ async def test_crd_registers_resource_with_scale(http: Http) -> None:
 
 
 async def test_watch_from_resource_version_streams_changes(http: Http, emulator: Emulator) -> None:
-    code, lst = await http.get(DEPLOYMENTS)
+    _code, lst = await http.get(DEPLOYMENTS)
     rv = lst["metadata"]["resourceVersion"]
 
     async def writer() -> None:
@@ -703,7 +702,7 @@ async def test_watch_list_initial_events_end_bookmark(http: Http, emulator: Emul
     )
     assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
     assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
-    code, err = await http.get(PODS, params={"watch": "true", "sendInitialEvents": "true"})
+    code, _err = await http.get(PODS, params={"watch": "true", "sendInitialEvents": "true"})
     assert code == 422
 
 
@@ -767,5 +766,5 @@ async def test_server_side_tables(http: Http) -> None:
     ]
     assert t["rows"][0]["cells"][:4] == ["p", "0/1", "Pending", "0"]
     assert t["rows"][0]["object"]["kind"] == "Pod"
-    code, t = await http.get("/apis/rbac.authorization.k8s.io/v1/clusterroles", accept=TABLE)
+    _code, t = await http.get("/apis/rbac.authorization.k8s.io/v1/clusterroles", accept=TABLE)
     assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Created At"]
