@@ -317,7 +317,7 @@ async def test_list_pagination_is_a_consistent_snapshot(http: Http, emulator: Em
     )
     assert [p["metadata"]["name"] for p in page3["items"]] == ["p6"]
     assert "continue" not in page3["metadata"]
-    code, err = await http.get(PODS, params={"continue": "garbage"})
+    code, _err = await http.get(PODS, params={"continue": "garbage"})
     assert code == 400
     code, _err = await http.get(PODS, params={"continue": token, "resourceVersion": "5"})
     assert code == 400
@@ -417,7 +417,7 @@ async def test_event_field_selectors_and_events_v1_view(http: Http) -> None:
         },
     )
     assert [e["metadata"]["name"] for e in lst["items"]] == ["web.1"]
-    code, v1 = await http.get("/apis/events.k8s.io/v1/namespaces/default/events/web.1")
+    _code, v1 = await http.get("/apis/events.k8s.io/v1/namespaces/default/events/web.1")
     assert v1["apiVersion"] == "events.k8s.io/v1"
     assert v1["regarding"]["name"] == "web" and v1["note"].startswith("New size: 3")
     assert v1["deprecatedCount"] == 1
@@ -517,7 +517,7 @@ async def test_scale_subresource_builtin_kinds(http: Http) -> None:
     assert sc["status"]["selector"] == "a=1,b=2"
     code, err = await http.get(DEPLOYMENTS + "/nope/scale")
     assert code == 404
-    code, err = await http.get(HPAS + "/web/scale")
+    code, _err = await http.get(HPAS + "/web/scale")
     assert code == 404
     code, _err = await http.patch(
         DEPLOYMENTS + "/web/scale", {"spec": {"replicas": -1}}, "application/merge-patch+json"
@@ -756,7 +756,7 @@ async def test_server_side_tables(http: Http) -> None:
         "Age",
     ]
     assert t["rows"][0]["cells"][:4] == ["web", "0/2", 0, 0]
-    code, t = await http.get(PODS, accept=TABLE, params={"includeObject": "Object"})
+    _code, t = await http.get(PODS, accept=TABLE, params={"includeObject": "Object"})
     assert [c["name"] for c in t["columnDefinitions"] if c["priority"] == 0] == [
         "Name",
         "Ready",
