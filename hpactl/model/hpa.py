@@ -710,7 +710,7 @@ def _metric_status(raw: object, where: str) -> MetricStatus:
 def _condition(raw: object, where: str) -> HPACondition:
     m = _map(raw, where)
     return HPACondition(
-        type=_str(m, "type", where, required=True),
+        type=_str(m, "type", where),
         status=_str(m, "status", where),
         reason=_str(m, "reason", where),
         message=_str(m, "message", where),
