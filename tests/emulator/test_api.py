@@ -410,7 +410,7 @@ async def test_event_field_selectors_and_events_v1_view(http: Http) -> None:
     other["metadata"]["name"] = "db.1"
     other["involvedObject"]["name"] = "db"
     await http.post(EVENTS, other)
-    code, lst = await http.get(
+    _code, lst = await http.get(
         EVENTS,
         params={
             "fieldSelector": "involvedObject.name=web,involvedObject.kind=HorizontalPodAutoscaler,involvedObject.uid=u1"
@@ -515,7 +515,7 @@ async def test_scale_subresource_builtin_kinds(http: Http) -> None:
     await http.post("/api/v1/namespaces/default/replicationcontrollers", rc)
     code, sc = await http.get("/api/v1/namespaces/default/replicationcontrollers/rc/scale")
     assert sc["status"]["selector"] == "a=1,b=2"
-    code, err = await http.get(DEPLOYMENTS + "/nope/scale")
+    code, _err = await http.get(DEPLOYMENTS + "/nope/scale")
     assert code == 404
     code, _err = await http.get(HPAS + "/web/scale")
     assert code == 404
@@ -747,7 +747,7 @@ async def test_server_side_tables(http: Http) -> None:
     ]
     assert t["rows"][0]["cells"][:6] == ["web", "Deployment/web", "cpu: <unknown>/60%", "1", 5, 0]
     assert t["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
-    code, t = await http.get(DEPLOYMENTS + "/web", accept=TABLE)
+    _code, t = await http.get(DEPLOYMENTS + "/web", accept=TABLE)
     assert [c["name"] for c in t["columnDefinitions"] if c["priority"] == 0] == [
         "Name",
         "Ready",
