@@ -492,8 +492,10 @@ def _parse(s: str) -> Quantity:
     return Quantity(unscaled, exp, fmt, dec=True)
 
 
-def parse_quantity(value: str | int | float) -> Quantity:
-    """Go ``ParseQuantity`` (via ``UnmarshalJSON`` for JSON numbers and padded strings).
+def parse_quantity(value: str | int | float, *, trim_space: bool = True) -> Quantity:
+    """Go ``ParseQuantity`` as ``Quantity.UnmarshalJSON`` applies it: JSON numbers are
+    accepted and surrounding whitespace is trimmed (``trim_space=False`` gives bare
+    ``ParseQuantity``, which rejects ``" 1"``).
 
     Raises ValueError ``cannot parse '<text>': <Go error>`` (MustParse's wording).
     A JSON float reaches us already decoded, so it is re-printed with ``repr``; Go would
@@ -508,7 +510,7 @@ def parse_quantity(value: str | int | float) -> Quantity:
             raise ValueError(f"cannot parse '{value}': {ERR_FORMAT_WRONG}")
         text = repr(value)
     elif isinstance(value, str):
-        text = value.strip()
+        text = value.strip() if trim_space else value
     else:
         raise ValueError(f"cannot parse '{value!r}': {ERR_FORMAT_WRONG}")
     try:

@@ -375,3 +375,142 @@ def test_any_text_parses_or_raises_value_error(text: str) -> None:
     assert again == q
     assert str(again) == printed
     assert parse_quantity(q.canonical()) == q
+
+
+# quantity_test.go TestQuantityParse: (input, mantissa, exponent, format).
+PARSE_TABLE = [
+    ("0", 0, 0, "DecimalSI"),
+    ("0n", 0, 0, "DecimalSI"),
+    ("0u", 0, 0, "DecimalSI"),
+    ("0m", 0, 0, "DecimalSI"),
+    ("0Ki", 0, 0, "BinarySI"),
+    ("0k", 0, 0, "DecimalSI"),
+    ("0Mi", 0, 0, "BinarySI"),
+    ("0M", 0, 0, "DecimalSI"),
+    ("0Gi", 0, 0, "BinarySI"),
+    ("0G", 0, 0, "DecimalSI"),
+    ("0Ti", 0, 0, "BinarySI"),
+    ("0T", 0, 0, "DecimalSI"),
+    ("1", 1, 0, "DecimalSI"),
+    ("1Ki", 1024, 0, "BinarySI"),
+    ("8Ki", 8 * 1024, 0, "BinarySI"),
+    ("7Mi", 7 * 1024**2, 0, "BinarySI"),
+    ("6Gi", 6 * 1024**3, 0, "BinarySI"),
+    ("5Ti", 5 * 1024**4, 0, "BinarySI"),
+    ("4Pi", 4 * 1024**5, 0, "BinarySI"),
+    ("3Ei", 3 * 1024**6, 0, "BinarySI"),
+    ("10Ti", 10 * 1024**4, 0, "BinarySI"),
+    ("100Ti", 100 * 1024**4, 0, "BinarySI"),
+    ("5n", 5, -9, "DecimalSI"),
+    ("4u", 4, -6, "DecimalSI"),
+    ("3m", 3, -3, "DecimalSI"),
+    ("9", 9, 0, "DecimalSI"),
+    ("8k", 8, 3, "DecimalSI"),
+    ("50k", 5, 4, "DecimalSI"),
+    ("7M", 7, 6, "DecimalSI"),
+    ("6G", 6, 9, "DecimalSI"),
+    ("5T", 5, 12, "DecimalSI"),
+    ("40T", 4, 13, "DecimalSI"),
+    ("300T", 3, 14, "DecimalSI"),
+    ("2P", 2, 15, "DecimalSI"),
+    ("1E", 1, 18, "DecimalSI"),
+    ("1E-3", 1, -3, "DecimalExponent"),
+    ("1e3", 1, 3, "DecimalExponent"),
+    ("1E6", 1, 6, "DecimalExponent"),
+    ("1e9", 1, 9, "DecimalExponent"),
+    ("1E12", 1, 12, "DecimalExponent"),
+    ("1e15", 1, 15, "DecimalExponent"),
+    ("1E18", 1, 18, "DecimalExponent"),
+    ("1e14", 1, 14, "DecimalExponent"),
+    ("1e13", 1, 13, "DecimalExponent"),
+    ("100.035k", 100035, 0, "DecimalSI"),
+    ("0.001", 1, -3, "DecimalSI"),
+    ("0.0005k", 5, -1, "DecimalSI"),
+    ("0.005", 5, -3, "DecimalSI"),
+    ("0.05", 5, -2, "DecimalSI"),
+    ("0.5", 5, -1, "DecimalSI"),
+    ("0.00050k", 5, -1, "DecimalSI"),
+    ("0.00500", 5, -3, "DecimalSI"),
+    ("0.05000", 5, -2, "DecimalSI"),
+    ("0.50000", 5, -1, "DecimalSI"),
+    ("0.5e0", 5, -1, "DecimalExponent"),
+    ("0.5e-1", 5, -2, "DecimalExponent"),
+    ("0.5e-2", 5, -3, "DecimalExponent"),
+    ("10.035M", 10035, 3, "DecimalSI"),
+    ("1.2e3", 12, 2, "DecimalExponent"),
+    ("1.3E+6", 13, 5, "DecimalExponent"),
+    ("1.40e9", 14, 8, "DecimalExponent"),
+    ("1.53E12", 153, 10, "DecimalExponent"),
+    ("1.6e15", 16, 14, "DecimalExponent"),
+    ("1.7E18", 17, 17, "DecimalExponent"),
+    ("9.01", 901, -2, "DecimalSI"),
+    ("8.1k", 81, 2, "DecimalSI"),
+    ("7.123456M", 7123456, 0, "DecimalSI"),
+    ("6.987654321G", 6987654321, 0, "DecimalSI"),
+    ("5.444T", 5444, 9, "DecimalSI"),
+    ("40.1T", 401, 11, "DecimalSI"),
+    ("300.2T", 3002, 11, "DecimalSI"),
+    ("2.5P", 25, 14, "DecimalSI"),
+    ("1.01E", 101, 16, "DecimalSI"),
+    ("3.001n", 4, -9, "DecimalSI"),
+    ("1.1E-9", 2, -9, "DecimalExponent"),
+    ("0.0000000001", 1, -9, "DecimalSI"),
+    ("0.0000000005", 1, -9, "DecimalSI"),
+    ("0.00000000050", 1, -9, "DecimalSI"),
+    ("0.5e-9", 1, -9, "DecimalExponent"),
+    ("0.9n", 1, -9, "DecimalSI"),
+    ("0.00000012345", 124, -9, "DecimalSI"),
+    ("0.00000012354", 124, -9, "DecimalSI"),
+    ("9Ei", 2**63 - 1, 0, "BinarySI"),
+    ("9223372036854775807Ki", 2**63 - 1, 0, "BinarySI"),
+    ("12E", 12, 18, "DecimalSI"),
+    ("100.035Ki", 10243584, -2, "BinarySI"),
+    ("0.5Mi", 512 * 1024, 0, "BinarySI"),
+    ("0.05Gi", 536870912, -1, "BinarySI"),
+    ("0.025Ti", 274877906944, -1, "BinarySI"),
+    ("0.000000000001Ki", 2, -9, "DecimalSI"),
+    (".001", 1, -3, "DecimalSI"),
+    (".0001k", 100, -3, "DecimalSI"),
+    ("1.", 1, 0, "DecimalSI"),
+    ("1.G", 1, 9, "DecimalSI"),
+]
+
+
+@pytest.mark.parametrize(("text", "mantissa", "exp", "fmt"), PARSE_TABLE)
+def test_upstream_parse_table(text: str, mantissa: int, exp: int, fmt: str) -> None:
+    want = Quantity(mantissa, exp)
+    for sign, signed in (("", want), ("+", want), ("-", -want)):
+        got = parse_quantity(sign + text)
+        assert got == signed, sign + text
+        assert got.format == fmt, sign + text
+
+
+@pytest.mark.parametrize("text", [" 1", "1 "])
+def test_bare_parse_rejects_whitespace(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_quantity(text, trim_space=False)
+    assert parse_quantity(text) == Quantity.from_int(1)  # UnmarshalJSON trims
+
+
+# quantity_test.go TestQuantityRoundUp (ScaledValue rounds the same way).
+@pytest.mark.parametrize(
+    ("text", "scale", "expect"),
+    [
+        ("9.01", -3, 9010),
+        ("9.01", -2, 901),
+        ("9.01", -1, 91),
+        ("9.01", 0, 10),
+        ("9.01", 1, 1),
+        ("-9.01", -1, -91),
+        ("-9.01", 0, -10),
+    ],
+)
+def test_scaled_value_rounding(text: str, scale: int, expect: int) -> None:
+    assert parse_quantity(text).scaled_value(scale) == expect
+
+
+def test_upstream_cmp_table() -> None:
+    assert parse_quantity("0").cmp(parse_quantity("0")) == 0
+    assert parse_quantity("100m").cmp(parse_quantity("50m")) == 1
+    assert parse_quantity("50m").cmp(parse_quantity("100m")) == -1
+    assert parse_quantity("10000T").cmp(parse_quantity("100Gi")) == 1
