@@ -491,7 +491,7 @@ async def test_scale_subresource_builtin_kinds(http: Http) -> None:
     sc["spec"]["replicas"] = 5
     code, out = await http.put(DEPLOYMENTS + "/web/scale", sc)
     assert code == 200 and out["spec"]["replicas"] == 5
-    code, err = await http.put(DEPLOYMENTS + "/web/scale", sc)  # stale RV
+    code, _err = await http.put(DEPLOYMENTS + "/web/scale", sc)  # stale RV
     assert code == 409
     code, out = await http.patch(
         DEPLOYMENTS + "/web/scale", {"spec": {"replicas": 1}}, "application/merge-patch+json"
@@ -734,7 +734,7 @@ async def test_server_side_tables(http: Http) -> None:
     await http.post(DEPLOYMENTS, deployment("web", replicas=2))
     await http.post(HPAS, hpa_v2("web", "web"))
     await http.post(PODS, pod("p", {"app": "web"}))
-    code, t = await http.get(HPAS, accept=TABLE)
+    _code, t = await http.get(HPAS, accept=TABLE)
     assert t["kind"] == "Table"
     assert [c["name"] for c in t["columnDefinitions"]] == [
         "Name",
