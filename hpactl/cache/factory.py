@@ -89,6 +89,7 @@ class SharedInformers:
         min_watch_timeout: int = 300,
         backoff_factory: Callable[[], Backoff] | None = None,
         yield_every: int = 256,
+        initial_list_resource_version: str = "0",
     ) -> None:
         if lister_watcher_factory is None:
             if session is None:
@@ -112,6 +113,7 @@ class SharedInformers:
         self._hpa_resync = hpa_resync_period
         self._backoff_factory = backoff_factory or Backoff
         self._yield_every = yield_every
+        self._initial_list_rv = initial_list_resource_version
         self._informers: dict[str, Informer[Any]] = {}
         self._started = False
 
@@ -137,6 +139,7 @@ class SharedInformers:
             backoff=self._backoff_factory(),
             resync_period=resync,
             yield_every=self._yield_every,
+            initial_list_resource_version=self._initial_list_rv,
         )
         self._informers[name] = inf
         if self._started:

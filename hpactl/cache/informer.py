@@ -122,6 +122,7 @@ class Informer(Generic[T]):
         resync_period: float | None = None,
         yield_every: int = 256,
         min_watch_seconds: float = 1.0,
+        initial_list_resource_version: str = "0",
     ) -> None:
         self.name = name
         self.store: Store[T] = Store(projection, indexers, keep_raw=keep_raw)
@@ -136,6 +137,7 @@ class Informer(Generic[T]):
             backoff=backoff,
             yield_every=yield_every,
             min_watch_seconds=min_watch_seconds,
+            initial_list_resource_version=initial_list_resource_version,
         )
         self._resync_period = resync_period
         self._yield_every = max(1, yield_every)

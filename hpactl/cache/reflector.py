@@ -150,8 +150,12 @@ class Reflector(Generic[T]):
         backoff: Backoff | None = None,
         yield_every: int = 256,
         min_watch_seconds: float = 1.0,
+        initial_list_resource_version: str = "0",
     ) -> None:
+        if initial_list_resource_version not in ("0", ""):
+            raise ValueError('the first list is at resourceVersion "0" (cache) or "" (consistent)')
         self.name = name
+        self._initial_list_rv = initial_list_resource_version
         self._lw = lister_watcher
         self._store = store
         self._sink = sink
@@ -168,7 +172,7 @@ class Reflector(Generic[T]):
     async def run(self) -> None:
         """List and watch until cancelled."""
         need_list = True
-        list_rv = "0"
+        list_rv = self._initial_list_rv
         while True:
             try:
                 if need_list:
