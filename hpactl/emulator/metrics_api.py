@@ -28,7 +28,7 @@ import itertools
 import json
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -472,6 +472,51 @@ _EXTERNAL_VALUE = _Kind(
 _Key = tuple[str, str]
 
 
+class _Objects:
+    """The objects of one kind, indexed by namespace: lists read one namespace."""
+
+    def __init__(self) -> None:
+        self._by_ns: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def get(self, key: _Key) -> dict[str, Any] | None:
+        return self._by_ns.get(key[0], {}).get(key[1])
+
+    def __contains__(self, key: _Key) -> bool:
+        return key[1] in self._by_ns.get(key[0], {})
+
+    def __setitem__(self, key: _Key, item: dict[str, Any]) -> None:
+        self._by_ns.setdefault(key[0], {})[key[1]] = item
+
+    def pop(self, key: _Key) -> dict[str, Any] | None:
+        names = self._by_ns.get(key[0])
+        if names is None:
+            return None
+        item = names.pop(key[1], None)
+        if not names:
+            del self._by_ns[key[0]]
+        return item
+
+    def items(self, namespace: str | None = None) -> Iterator[tuple[_Key, dict[str, Any]]]:
+        """In insertion order (namespaces in the order they first appeared)."""
+        spaces = [namespace] if namespace is not None else list(self._by_ns)
+        for ns in spaces:
+            for name, item in self._by_ns.get(ns, {}).items():
+                yield (ns, name), item
+
+    def sorted_items(self, namespace: str | None = None) -> list[tuple[_Key, dict[str, Any]]]:
+        """By namespace, then name (the order list handlers answer in)."""
+        spaces = [namespace] if namespace is not None else sorted(self._by_ns)
+        out: list[tuple[_Key, dict[str, Any]]] = []
+        for ns in spaces:
+            names = self._by_ns.get(ns, {})
+            out.extend(((ns, name), names[name]) for name in sorted(names))
+        return out
+
+    def values(self) -> Iterator[dict[str, Any]]:
+        for _key, item in self.items():
+            yield item
+
+
 class MetricsState:
     """What the three metrics APIs answer; scripted from Python or written over HTTP.
 
@@ -496,10 +541,10 @@ class MetricsState:
         self._object_labels = object_labels
         counter = itertools.count(1)
         self._next_rv: Callable[[], str] = next_resource_version or (lambda: str(next(counter)))
-        self._stores: dict[_Kind, dict[_Key, dict[str, Any]]] = {
-            _POD_METRICS: {},
-            _METRIC_VALUE: {},
-            _EXTERNAL_VALUE: {},
+        self._stores: dict[_Kind, _Objects] = {
+            _POD_METRICS: _Objects(),
+            _METRIC_VALUE: _Objects(),
+            _EXTERNAL_VALUE: _Objects(),
         }
         self._unavailable: frozenset[str] = frozenset()
 
@@ -514,7 +559,7 @@ class MetricsState:
         self._put(_POD_METRICS, obj, self._normalize_pod_metrics)
 
     def delete_pod_metrics(self, namespace: str, name: str) -> None:
-        self._stores[_POD_METRICS].pop((namespace, name), None)
+        self._stores[_POD_METRICS].pop((namespace, name))
 
     def set_custom(self, items: Iterable[Mapping[str, Any]]) -> None:
         """Replace all custom metric values (v1beta2 MetricValue-like dicts)."""
@@ -526,7 +571,7 @@ class MetricsState:
         self._put(_METRIC_VALUE, obj, self._normalize_metric_value)
 
     def delete_custom(self, namespace: str, name: str) -> None:
-        self._stores[_METRIC_VALUE].pop((namespace, name), None)
+        self._stores[_METRIC_VALUE].pop((namespace, name))
 
     def put_external(self, obj: Mapping[str, Any]) -> None:
         """Create or replace one external metric value (an ExternalMetricValueList
@@ -534,7 +579,7 @@ class MetricsState:
         self._put(_EXTERNAL_VALUE, obj, self._normalize_external_value)
 
     def delete_external(self, namespace: str, name: str) -> None:
-        self._stores[_EXTERNAL_VALUE].pop((namespace, name), None)
+        self._stores[_EXTERNAL_VALUE].pop((namespace, name))
 
     def _put(
         self,
@@ -583,7 +628,7 @@ class MetricsState:
         items: Iterable[Mapping[str, Any]],
         normalize: Callable[[Mapping[str, Any], str | None], dict[str, Any]],
     ) -> None:
-        store: dict[_Key, dict[str, Any]] = {}
+        store = _Objects()
         for raw in items:
             try:
                 item = normalize(raw, None)
@@ -692,6 +737,11 @@ class MetricsState:
                     "describedObject.namespace",
                     "Required value",
                 )
+            if meta_ns and obj_ns != meta_ns:
+                raise _bad_request(
+                    f"describedObject.namespace ({obj_ns}) must be the namespace of the "
+                    f"MetricValue ({meta_ns})"
+                )
             default_ns = obj_ns
         default_name = _NAME_SANITIZE.sub("-", f"{kind}-{obj_name}-{metric_name}".lower()).strip(
             "-."
@@ -788,9 +838,7 @@ class MetricsState:
         selector = _selector_param(request, "labelSelector")
         field_ok = _field_selector_filter(request)
         items = []
-        for (ns, name), item in sorted(self._stores[_POD_METRICS].items()):
-            if namespace is not None and ns != namespace:
-                continue
+        for (ns, name), item in self._stores[_POD_METRICS].sorted_items(namespace):
             if not field_ok(ns, name):
                 continue
             body = self._render_pod_metrics(item, with_type=False)
@@ -844,7 +892,15 @@ class MetricsState:
         selector = _selector_param(request, "labelSelector") if wildcard else None
         known = False
         items = []
-        for item in self._stores[_METRIC_VALUE].values():
+        store = self._stores[_METRIC_VALUE]
+        # A namespaced object's values are stored in its namespace; root-scoped
+        # objects' values may be anywhere.
+        candidates = (
+            (item for _key, item in store.items(namespace))
+            if namespace is not None
+            else store.values()
+        )
+        for item in candidates:
             described = item["describedObject"]
             gr = _resource_for_object(described)
             if not gr.matches_request(requested) or item["metric"]["name"] != metric:
@@ -885,8 +941,8 @@ class MetricsState:
     def _external_query(self, namespace: str, metric: str, request: web.Request) -> dict[str, Any]:
         selector = _selector_param(request, "labelSelector")
         items = []
-        for (ns, _name), item in self._stores[_EXTERNAL_VALUE].items():
-            if ns != namespace or item["metricName"] != metric:
+        for _key, item in self._stores[_EXTERNAL_VALUE].items(namespace):
+            if item["metricName"] != metric:
                 continue
             if selector is not None and not selector.matches(item["metricLabels"]):
                 continue
@@ -1103,7 +1159,7 @@ class MetricsState:
         if item is None:
             raise _not_found(kind.group, kind.resource, name)
         if not dry_run:
-            del self._stores[kind][(namespace, name)]
+            self._stores[kind].pop((namespace, name))
         return {
             "kind": "Status",
             "apiVersion": "v1",
@@ -1123,9 +1179,7 @@ class MetricsState:
         selector = _selector_param(request, "labelSelector")
         field_ok = _field_selector_filter(request)
         items = []
-        for (ns, name), item in sorted(self._stores[kind].items()):
-            if namespace is not None and ns != namespace:
-                continue
+        for (ns, name), item in self._stores[kind].sorted_items(namespace):
             if not field_ok(ns, name):
                 continue
             if selector is not None and not selector.matches(item["metadata"].get("labels", {})):
@@ -1215,7 +1269,7 @@ async def _writable(
             body = state._check_body(kind, await _read_body(request), namespace, None)
             return _json(state._store_new(kind, body, namespace, dry_run), 201)
         if method == "DELETE":
-            for ns, n in [k for k in state._stores[kind] if k[0] == namespace]:
+            for ns, n in [k for k, _ in state._stores[kind].items(namespace)]:
                 state._delete(kind, ns, n, dry_run)
             return _json(
                 {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}

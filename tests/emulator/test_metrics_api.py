@@ -912,3 +912,23 @@ async def test_openapi_v3_describes_writable_kinds(
     assert "fieldValidation" in {p["name"] for p in patch["parameters"]}
     # No strategic merge: kubectl apply falls back to JSON merge patches.
     assert "application/strategic-merge-patch+json" not in patch["requestBody"]["content"]
+
+
+async def test_metric_value_must_describe_an_object_of_its_namespace(served: Served) -> None:
+    mv = {
+        "metadata": {"name": "x", "namespace": "default"},
+        "describedObject": {"kind": "Service", "namespace": "other", "name": "web"},
+        "metric": {"name": "requests"},
+        "value": "1",
+    }
+    status, body = await served.call(f"{C}/namespaces/default/metricvalues", "POST", body=mv)
+    assert (status, body["reason"]) == (400, "BadRequest")
+    assert "describedObject.namespace (other)" in body["message"]
+    # A root-scoped object's value may live in any namespace.
+    node = {**mv, "describedObject": {"kind": "Node", "name": "n1"}}
+    status, _ = await served.call(f"{C}/namespaces/default/metricvalues", "POST", body=node)
+    assert status == 201
+    _, body = await served.call(f"{C}/nodes/n1/requests")
+    assert [i["describedObject"] for i in body["items"]] == [
+        {"kind": "Node", "name": "n1", "apiVersion": "/v1"}
+    ]
