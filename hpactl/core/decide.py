@@ -166,7 +166,9 @@ class SyncInputs:
       ``deployments.apps "web" not found``; no mapping: ``unrecognized resource``) and
       ``scale_error_stage`` says where it failed: ``version`` (``scaleTargetRef.apiVersion``
       does not parse), ``mapping`` (no REST mapping) or ``get`` (the GET failed).
-    * ``pods``: the pods of the HPA's namespace (the core filters by the selector).
+    * ``pods``: the pods of the HPA's namespace, or only those the scale's selector
+      matches (the core filters by the parsed selector either way; the ambiguity check
+      and the calculations only ever look at matching pods).
     * ``metrics``: one entry per ``hpa.spec.metrics`` (same order) as fetched per
       :func:`metrics_to_fetch`; may be empty when :func:`needs_metrics` is False.
     * ``hpa_selectors``: the controller's selector store for this namespace —
