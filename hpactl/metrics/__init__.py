@@ -1,0 +1,11 @@
+"""Metrics-API access (read-only): plain values or ``MetricFetchError`` with upstream texts.
+
+``client.MetricsClient`` (Protocol, upstream ``metrics/interfaces.go``),
+``client.RestMetricsClient`` (the three metrics APIs over HTTP) and
+``shared.SharedMetricsFetcher`` (one request per namespace and period).
+"""
+
+from hpactl.metrics.client import MetricsClient, RestMetricsClient, fetch_metric
+from hpactl.metrics.shared import SharedMetricsFetcher
+
+__all__ = ["MetricsClient", "RestMetricsClient", "SharedMetricsFetcher", "fetch_metric"]

@@ -1,0 +1,206 @@
+"""One metrics request per namespace and period, shared by the HPAs that need it.
+
+``SharedMetricsFetcher(client, *, clock, period=15.0, pod_labels=None)``
+    A ``MetricsClient`` (and a controller ``MetricsSource``: ``fetch(req, selector)``)
+    in front of ``RestMetricsClient``. Within one period of the injected clock
+    (``floor(clock.monotonic() / period)``; a new period drops everything):
+
+    * resource metrics: ONE ``PodMetricsList`` of the whole namespace (no label
+      selector); each HPA's pods are picked client-side with the selector the server
+      would have applied (the PodMetrics' own ``metadata.labels``, which metrics-server
+      copies from the pod) and the upstream interpretation runs on that subset, so the
+      answer is item for item what ``?labelSelector=<selector>`` returns;
+    * custom pods metrics: one request per (namespace, metric, metric selector) over all
+      pods when ``pod_labels(namespace, name) -> labels | None`` is given (the adapter
+      filters by pod labels; a pod unknown to ``pod_labels`` has no series), otherwise
+      one per exact (namespace, metric, metric selector, selector);
+    * object and external metrics: one request per exact key.
+
+    Concurrent askers share the in-flight request. Only answers are kept: a request
+    that failed (API error, timeout) is not cached, so the next asker in the period
+    tries again. ``requests`` counts API calls made, ``shared`` answers served without
+    one. ``new_period()`` forgets everything now (``sync_all`` in simulate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from hpactl.core.decide import MetricRequest
+from hpactl.core.metrics_eval import MetricInput
+from hpactl.kube.errors import KubeError
+from hpactl.metrics.client import (
+    RestMetricsClient,
+    custom_fetch_error,
+    external_fetch_error,
+    external_values_from_items,
+    fetch_metric,
+    object_value_from_items,
+    raw_result,
+    resource_fetch_error,
+    resource_result,
+)
+from hpactl.model.hpa import CrossVersionObjectReference
+from hpactl.model.metrics import (
+    ExternalMetricValues,
+    MetricFetchError,
+    ObjectMetricValue,
+    PodMetricsInfo,
+)
+from hpactl.model.selectors import Selector, parse_selector
+
+__all__ = ["PodLabels", "SharedMetricsFetcher"]
+
+PodLabels = Callable[[str, str], Mapping[str, str] | None]
+Items = list[dict[str, Any]]
+
+
+class _Monotonic(Protocol):
+    def monotonic(self) -> float: ...
+
+
+class SharedMetricsFetcher:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        client: RestMetricsClient,
+        *,
+        clock: _Monotonic,
+        period: float = 15.0,
+        pod_labels: PodLabels | None = None,
+    ) -> None:
+        if period <= 0:
+            raise ValueError("period must be positive")
+        self._client = client
+        self._clock = clock
+        self._period = period
+        self._pod_labels = pod_labels
+        self._epoch: int | None = None
+        self._cache: dict[tuple[Any, ...], asyncio.Future[Items]] = {}
+        self._selectors: dict[str, Selector] = {}
+        self.requests = 0
+        self.shared = 0
+
+    def new_period(self) -> None:
+        self._cache.clear()
+        self._epoch = None
+
+    # -- the shared core -------------------------------------------------------------
+    async def _items(self, key: tuple[Any, ...], call: Callable[[], Awaitable[Items]]) -> Items:
+        epoch = int(self._clock.monotonic() // self._period)
+        if epoch != self._epoch:
+            self._cache.clear()
+            self._epoch = epoch
+        fut = self._cache.get(key)
+        if fut is not None:
+            self.shared += 1
+        else:
+            self.requests += 1
+            fut = asyncio.ensure_future(call())
+            self._cache[key] = fut
+            fut.add_done_callback(functools.partial(self._forget_failure, key))
+        # shield: one asker giving up must not cancel the request for the others
+        return await asyncio.shield(fut)
+
+    def _forget_failure(self, key: tuple[Any, ...], fut: asyncio.Future[Items]) -> None:
+        failed = fut.cancelled() or fut.exception() is not None
+        if failed and self._cache.get(key) is fut:
+            del self._cache[key]
+
+    def _server_selector(self, selector: Selector) -> Selector:
+        # What the API server applies: the selector's string form, parsed back
+        # (Go's labels.Nothing() stringifies to "", which selects everything).
+        text = str(selector)
+        sel = self._selectors.get(text)
+        if sel is None:
+            sel = parse_selector(text) if text else Selector.everything()
+            if len(self._selectors) > 4096:
+                self._selectors.clear()
+            self._selectors[text] = sel
+        return sel
+
+    # -- MetricsClient -------------------------------------------------------------------
+    async def get_resource_metric(
+        self, resource: str, namespace: str, selector: Selector, container: str = ""
+    ) -> PodMetricsInfo | MetricFetchError:
+        try:
+            every = await self._items(
+                ("resource", namespace),
+                lambda: self._client.list_pod_metrics(namespace, ""),
+            )
+        except KubeError as exc:
+            return resource_fetch_error(exc)
+        sel = self._server_selector(selector)
+        items = [i for i in every if sel.matches((i.get("metadata") or {}).get("labels") or {})]
+        return resource_result(items, resource, container)
+
+    async def get_raw_metric(
+        self, metric_name: str, namespace: str, selector: Selector, metric_selector: Selector
+    ) -> PodMetricsInfo | MetricFetchError:
+        msel = str(metric_selector)
+        labels_of = self._pod_labels
+        try:
+            if labels_of is None:
+                sel_text = str(selector)
+                items = await self._items(
+                    ("pods", namespace, metric_name, msel, sel_text),
+                    lambda: self._client.list_pods_custom_metric(
+                        namespace, metric_name, sel_text, msel
+                    ),
+                )
+            else:
+                every = await self._items(
+                    ("pods", namespace, metric_name, msel),
+                    lambda: self._client.list_pods_custom_metric(namespace, metric_name, "", msel),
+                )
+                sel = self._server_selector(selector)
+                items = []
+                for i in every:
+                    name = str((i.get("describedObject") or {}).get("name") or "")
+                    labels = labels_of(namespace, name)
+                    if labels is not None and sel.matches(labels):
+                        items.append(i)
+        except KubeError as exc:
+            return custom_fetch_error(exc)
+        return raw_result(items)
+
+    async def get_object_metric(
+        self,
+        metric_name: str,
+        namespace: str,
+        object_ref: CrossVersionObjectReference,
+        metric_selector: Selector,
+    ) -> ObjectMetricValue | MetricFetchError:
+        msel = str(metric_selector)
+        key = ("object", namespace, metric_name, object_ref.api_version, object_ref.kind,
+               object_ref.name, msel)  # fmt: skip
+        try:
+            items = await self._items(
+                key,
+                lambda: self._client.get_object_metric_items(
+                    metric_name, namespace, object_ref, msel
+                ),
+            )
+        except KubeError as exc:
+            return custom_fetch_error(exc)
+        return object_value_from_items(items)
+
+    async def get_external_metric(
+        self, metric_name: str, namespace: str, selector: Selector
+    ) -> ExternalMetricValues | MetricFetchError:
+        sel = str(selector)
+        try:
+            items = await self._items(
+                ("external", namespace, metric_name, sel),
+                lambda: self._client.list_external_metric(metric_name, namespace, sel),
+            )
+        except KubeError as exc:
+            return external_fetch_error(exc)
+        return external_values_from_items(items)
+
+    async def fetch(self, req: MetricRequest, selector: Selector) -> MetricInput:
+        return await fetch_metric(self, req, selector)
