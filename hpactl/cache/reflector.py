@@ -206,6 +206,15 @@ class Reflector(Generic[T]):
                     resource_version=self.last_resource_version,
                 )
                 await self._clock.sleep(delay)
+            except Exception as exc:
+                # A bug or a shape we did not foresee: never let the informer die.
+                # Start over from a consistent list once the backoff has passed.
+                self.last_error = exc
+                delay = self._backoff.next_delay()
+                _log.exception("cache.unexpected_error", informer=self.name, delay=round(delay, 3))
+                need_list = True
+                list_rv = ""
+                await self._clock.sleep(delay)
 
     # -- list -----------------------------------------------------------------------
 

@@ -68,6 +68,8 @@ def split_key(key: str) -> tuple[str, str]:
 
 def raw_identity(raw: Mapping[str, Any]) -> tuple[str, str, str]:
     """``(namespace, name, resourceVersion)`` of a raw object; ValueError without a name."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"object is not a JSON object: {str(raw)[:100]}")
     meta = raw.get("metadata")
     if not isinstance(meta, Mapping):
         raise ValueError("object has no metadata")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hpactl.cache.informer import Informer, InformerStopped
-from hpactl.cache.reflector import Backoff
+from hpactl.cache.reflector import Backoff, ListPage
 from hpactl.cache.store import ProjectionError
 from hpactl.clock import VirtualClock
 from hpactl.kube.errors import ServiceUnavailable
@@ -374,4 +374,30 @@ async def test_retry_after_from_the_server_extends_the_backoff(clock: VirtualClo
     assert clock.next_deadline() == 10
     clock.advance(10)
     await inf.wait_synced(timeout=5)
+    await inf.stop()
+
+
+async def test_unexpected_errors_never_kill_the_informer(clock: VirtualClock) -> None:
+    api = FakeAPI()
+    api.put("ns", "a", size=1)
+    original = api.list_pages
+    calls: list[str] = []
+
+    async def flaky_list(resource_version: str) -> AsyncIterator[ListPage]:
+        calls.append(resource_version)
+        if len(calls) == 1:
+            yield ListPage(["not an object", 42], "200")  # type: ignore[list-item]
+            raise RuntimeError("a bug somewhere")
+        async for page in original(resource_version):
+            yield page
+
+    api.list_pages = flaky_list  # type: ignore[method-assign]
+    inf: Informer[Obj] = Informer("things", api, project, clock=clock, backoff=Backoff(jitter=0))
+    inf.start()
+    await until(lambda: clock.sleepers == 1)
+    assert isinstance(inf.reflector.last_error, RuntimeError)
+    clock.advance(0.8)
+    await inf.wait_synced(timeout=5)
+    assert calls == ["0", ""]  # started over with a consistent list
+    assert inf.store.get("ns/a") == Obj("ns/a", 1)
     await inf.stop()
