@@ -235,3 +235,92 @@ def test_legacy_entry_exactly_one_window_old_is_outside_and_overwritten() -> Non
     got, h2 = stabilize_recommendation(h, 2, timedelta(minutes=5), NOW)
     assert got == 4
     assert h2.recommendations == (Recommendation(2, NOW), Recommendation(4, ago(299)))
+
+
+DOWN_DEFAULT = rules(("Percent", 100, 15))
+
+
+@pytest.mark.parametrize(
+    ("up", "down", "current", "desired", "lo", "hi", "expected", "reason"),
+    [
+        (UP_DEFAULT, DOWN_DEFAULT, 5, 12, 1, 1000, 10, "ScaleUpLimit"),
+        (
+            rules(("Pods", 100, 60), ("Percent", 100, 60)),
+            DOWN_DEFAULT,
+            3,
+            500,
+            1,
+            1000,
+            103,
+            "ScaleUpLimit",
+        ),
+        (
+            rules(("Pods", 2, 60), ("Percent", 100, 60)),
+            DOWN_DEFAULT,
+            3,
+            500,
+            1,
+            1000,
+            6,
+            "ScaleUpLimit",
+        ),
+        (
+            rules(("Pods", 100, 60), ("Percent", 100, 60)),
+            DOWN_DEFAULT,
+            3,
+            500,
+            1,
+            100,
+            100,
+            "TooManyReplicas",
+        ),
+        (UP_DEFAULT, DOWN_DEFAULT, 5, 2, 1, 10, 2, "DesiredWithinRange"),
+        (
+            UP_DEFAULT,
+            rules(("Pods", 1, 60), ("Percent", 10, 60)),
+            100,
+            2,
+            1,
+            1000,
+            90,
+            "ScaleDownLimit",
+        ),
+        (
+            UP_DEFAULT,
+            rules(("Pods", 1, 60), ("Percent", 10, 60), select="Min"),
+            100,
+            2,
+            1,
+            1000,
+            99,
+            "ScaleDownLimit",
+        ),
+        (UP_DEFAULT, DOWN_DEFAULT, 5, 0, 2, 10, 2, "TooFewReplicas"),
+        (UP_DEFAULT, rules(("Pods", 1, 60), select="Disabled"), 5, 1, 1, 10, 5, "ScaleDownLimit"),
+    ],
+    ids=[
+        "up-default-behavior",
+        "up-pods-policy-larger",
+        "up-percent-policy-larger",
+        "up-max-replicas",
+        "down-default-behavior",
+        "down-max-select-largest-change",
+        "down-min-select-smallest-change",
+        "down-min-replicas",
+        "down-disabled",
+    ],
+)
+def test_scaling_with_rules(
+    up: ScalingRules,
+    down: ScalingRules,
+    current: int,
+    desired: int,
+    lo: int,
+    hi: int,
+    expected: int,
+    reason: str,
+) -> None:
+    got, got_reason, _ = convert_desired_replicas_with_behavior_rate(
+        History(), current, desired, lo, hi, up, down, NOW
+    )
+    assert (got, got_reason) == (expected, reason)
