@@ -8,7 +8,8 @@
 * Pods: the namespace's pods matching the scale's selector, from the pod cache
   (the core re-checks the selector; filtering here only saves work).
 * Metrics: one fetch per ``spec.metrics`` entry (``metrics_to_fetch``), concurrently,
-  through the shared fetcher, each in its own span and bounded by a timeout.
+  through the shared fetcher, each in its own span and bounded by a timeout. Per-pod
+  answers are narrowed to the names of the pods the selector matches in the cache.
 """
 
 from __future__ import annotations
@@ -137,15 +138,19 @@ class Gatherer:
         return self._pods.list(namespace, sel)
 
     async def metrics(
-        self, requests: Sequence[MetricRequest], selector_text: str
+        self, requests: Sequence[MetricRequest], selector_text: str, pods: Sequence[PodView]
     ) -> list[FetchedMetric]:
+        """Fetch every request concurrently; ``pods`` are the selector's pods (cache)."""
         try:
             selector = parse_selector(selector_text)
         except ValueError:
             selector = Selector.nothing()
-        return list(await asyncio.gather(*(self._one(r, selector) for r in requests)))
+        names = frozenset(p.name for p in pods)
+        return list(await asyncio.gather(*(self._one(r, selector, names) for r in requests)))
 
-    async def _one(self, req: MetricRequest, selector: Selector) -> FetchedMetric:
+    async def _one(
+        self, req: MetricRequest, selector: Selector, pod_names: frozenset[str]
+    ) -> FetchedMetric:
         if req.kind == "none":
             return FetchedMetric(req, None, 0.0)
         started = time.perf_counter()
@@ -158,7 +163,7 @@ class Gatherer:
                 span.set_attribute("hpactl.metric.resource", req.resource)
             try:
                 async with asyncio.timeout(self._timeout):
-                    value = await self._metrics.fetch(req, selector)
+                    value = await self._metrics.fetch(req, selector, pod_names)
             except TimeoutError:
                 value = MetricFetchError(_deadline_text(req))
             err = value.message if isinstance(value, MetricFetchError) else None

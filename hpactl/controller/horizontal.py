@@ -350,7 +350,7 @@ class HorizontalController:
         fetched: list[FetchedMetric] = []
         if needs_metrics(inputs):
             assert read.scale is not None
-            fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector)
+            fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector, pods)
             inputs = replace(inputs, metrics=tuple(f.value for f in fetched))
         plan = decide(inputs)
         if plan.selector is not None:

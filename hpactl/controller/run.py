@@ -1,0 +1,171 @@
+"""``hpactl run``: the controller process.
+
+``run_controller(config) -> int`` sets up logging and tracing, serves ``/metrics``,
+``/healthz`` and ``/readyz``, opens a :class:`ControllerApp`, waits for the caches,
+then syncs — directly, or only while holding the leader Lease when
+``--leader-elect`` is on:
+
+* becoming leader starts the per-HPA schedule with empty histories (as a new
+  kube-controller-manager leader does);
+* losing the lease stops every sync at once (no grace);
+* SIGTERM / SIGINT: stop scheduling, letting syncs in flight finish for at most
+  ``SHUTDOWN_GRACE`` seconds, release the lease, flush traces, exit 0.
+
+``/readyz`` is ready once the caches have synced and leader election has settled
+(leader or standby).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import uuid
+
+import structlog
+
+from hpactl.clock import RealClock
+from hpactl.config import ControllerConfig
+from hpactl.controller.app import ControllerApp
+from hpactl.controller.leader import LeaseElector
+from hpactl.obs.logging import configure_logging
+from hpactl.obs.metrics import ControllerMetrics
+from hpactl.obs.server import ObservabilityServer, Readiness
+from hpactl.obs.tracing import setup_tracing
+
+__all__ = ["SHUTDOWN_GRACE", "run_controller"]
+
+SHUTDOWN_GRACE = 10.0
+
+log = structlog.get_logger("hpactl.run")
+
+
+def run_controller(config: ControllerConfig) -> int:
+    """Run until SIGTERM/SIGINT; the process exit code."""
+    configure_logging(config.log_format, config.verbosity)
+    return asyncio.run(_main(config))
+
+
+def _identity() -> str:
+    # client-go convention: hostname + "_" + a random UUID.
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+async def _main(config: ControllerConfig) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    tracing = setup_tracing(os.environ)
+    metrics = ControllerMetrics()
+    clock = RealClock()
+    state = {"leader": "starting"}
+    server: ObservabilityServer | None = None
+    try:
+        async with ControllerApp(
+            config,
+            clock=clock,
+            metrics=metrics,
+            tracer=tracing.tracer,
+            wait_for_sync=False,
+        ) as app:
+            readiness = Readiness(
+                caches_synced=lambda: app.caches_synced,
+                leader_state=lambda: state["leader"],
+            )
+            server = ObservabilityServer(
+                metrics,
+                readiness,
+                config.metrics_bind_address,
+                config.health_probe_bind_address,
+            )
+            await server.start()
+            log.info("hpactl.serving", **{f"{k}_port": v for k, v in server.ports.items()})
+            return await _serve(config, app, metrics, clock, state, stop)
+    finally:
+        if server is not None:
+            await server.stop()
+        tracing.shutdown()
+        log.info("hpactl.stopped")
+
+
+async def _serve(
+    config: ControllerConfig,
+    app: ControllerApp,
+    metrics: ControllerMetrics,
+    clock: RealClock,
+    state: dict[str, str],
+    stop: asyncio.Event,
+) -> int:
+    stopper = asyncio.ensure_future(stop.wait())
+    synced = asyncio.ensure_future(app.wait_for_cache_sync(None))
+    await asyncio.wait({stopper, synced}, return_when=asyncio.FIRST_COMPLETED)
+    if stop.is_set():
+        synced.cancel()
+        log.info("hpactl.shutdown", phase="before-sync")
+        return 0
+    controller = app.controller
+    le = config.leader_election
+    elector: LeaseElector | None = None
+    elector_task: asyncio.Task[None] | None = None
+    pending_stops: set[asyncio.Task[None]] = set()
+
+    def started() -> None:
+        metrics.leader.set(1)
+        state["leader"] = "leader"
+        controller.start_scheduling()
+        log.info("hpactl.leading")
+
+    def stopped() -> None:
+        metrics.leader.set(0)
+        state["leader"] = "standby"
+        # Stop syncing at once: another process may already lead.
+        t = asyncio.ensure_future(controller.stop_scheduling(None))
+        pending_stops.add(t)
+        t.add_done_callback(pending_stops.discard)
+        log.warning("hpactl.stopped_leading")
+
+    if le.leader_elect:
+        elector = LeaseElector(
+            app.session,  # type: ignore[arg-type]
+            clock,
+            namespace=le.resource_namespace,
+            name=le.resource_name,
+            identity=_identity(),
+            lease_duration=le.lease_duration.total_seconds(),
+            renew_deadline=le.renew_deadline.total_seconds(),
+            retry_period=le.retry_period.total_seconds(),
+            on_started_leading=started,
+            on_stopped_leading=stopped,
+        )
+        elector_task = asyncio.create_task(elector.run(), name="leader-election")
+        log.info("hpactl.electing", lease=f"{le.resource_namespace}/{le.resource_name}")
+    else:
+        started()
+
+    waits: set[asyncio.Future[object]] = {stopper}  # type: ignore[arg-type]
+    if elector_task is not None:
+        waits.add(elector_task)  # type: ignore[arg-type]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    if elector_task is not None and elector_task.done() and not stop.is_set():
+        exc = elector_task.exception()
+        log.error("hpactl.leader_election_crashed", error=repr(exc))
+        code = 1
+    log.info("hpactl.shutdown", grace=SHUTDOWN_GRACE)
+    # In-flight syncs finish (bounded); then leadership ends and the lease is freed.
+    await controller.stop_scheduling(SHUTDOWN_GRACE)
+    if elector_task is not None:
+        elector_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await elector_task
+    if pending_stops:
+        await asyncio.gather(*pending_stops, return_exceptions=True)
+    if elector is not None:
+        await elector.release()
+    metrics.leader.set(0)
+    stopper.cancel()
+    return code
