@@ -1,0 +1,381 @@
+"""Run a scenario: the real controller against the emulator, on a virtual clock.
+
+Per recorded step (see docs/scenario-format.md):
+
+1. move the virtual clock forward by `after`;
+2. apply the step's metrics, manifests and deletes; let the workload model react
+   (pods, readiness, target status, pod metrics);
+3. wait until the controller's informers have seen every write since the last sync
+   (a resourceVersion barrier per kind — no sleeping, no bookmark wait);
+4. run one sync of every HPA (`HorizontalController.sync_all`), nothing else;
+5. let the workload react to scale writes (pods start at this instant) and read back
+   the result: each HPA's status, each scale target's spec.replicas, the Events the
+   controller wrote during the sync.
+
+The VirtualClock is the only clock the controller and the emulator see; the
+informers' network timeouts stay on real time (they bound sockets, not behaviour).
+"""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from hpactl.clock import VirtualClock
+from hpactl.emulator import errors as emu_errors
+from hpactl.emulator.emulator import Emulator
+from hpactl.emulator.registry import ResourceType
+from hpactl.emulator.server import validate
+from hpactl.emulator.store import WatchEvent, format_timestamp
+from hpactl.emulator.workload import Workload
+from hpactl.model.times import parse_time
+from hpactl.simulate.scenario import (
+    DeleteRef,
+    MetricsSpec,
+    Scenario,
+    ScenarioError,
+    Step,
+    build_config,
+)
+
+__all__ = ["Simulation", "StepResult", "run_scenario"]
+
+Obj = dict[str, Any]
+_HPA_KEY = ("autoscaling", "horizontalpodautoscalers")
+_EVENT_KEYS = {("", "events"), ("events.k8s.io", "events")}
+
+
+@dataclass(slots=True)
+class StepResult:
+    """What one recorded step produced (the `--output jsonl` line, plus extras)."""
+
+    step: int
+    time: datetime
+    targets: dict[str, dict[str, Any]]
+    hpas: dict[str, dict[str, Any]]
+    events: list[dict[str, str]]
+    source_index: int = 0  # position of the step in the file
+    specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # HPA specs (for plots)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "time": format_timestamp(self.time),
+            "targets": self.targets,
+            "hpas": self.hpas,
+            "events": self.events,
+        }
+
+
+def _api_message(exc: BaseException) -> str:
+    if isinstance(exc, emu_errors.ApiError):
+        return exc.message
+    return str(exc) or type(exc).__name__
+
+
+class Simulation:
+    """An emulator, a workload model and a ControllerApp for one scenario.
+
+    `async with Simulation(scenario) as sim:` loads the objects and starts the
+    controller; `await sim.run(on_step)` runs every step; after that the emulator and
+    controller stay up until the context exits (`hpactl demo --serve`).
+    """
+
+    def __init__(self, scenario: Scenario, *, workdir: str | Path | None = None) -> None:
+        self.scenario = scenario
+        self.clock = VirtualClock(scenario.start)
+        self.emu = Emulator(now=self.clock.now)
+        self.workload = Workload(
+            self.emu.store, scenario.workload, start=scenario.start, now=self.clock.now
+        )
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._workdir = Path(workdir) if workdir is not None else None
+        self.kubeconfig: Path | None = None
+        self.app: Any = None
+        self._pending: dict[str, int] = {}  # kind -> last written resourceVersion
+        self._capture: list[WatchEvent] | None = None
+        self._pod_items: list[Obj] = []
+        self._last_pod_metrics: list[Obj] | None = None
+        self.results: list[StepResult] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.start()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        from hpactl.controller.app import ControllerApp  # heavy: kubernetes client, OTel
+
+        sc = self.scenario
+        await self.emu.start()
+        self.emu.store.on_write.append(self._on_write)
+        for i, obj in enumerate(sc.objects):
+            self._apply(obj, f"objects[{i}]")
+        if sc.metrics is not None:
+            self._set_metrics(sc.metrics, "metrics")
+        self._react()
+        if self._workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="hpactl-sim-")
+            self._workdir = Path(self._tmp.name)
+        self._workdir.mkdir(parents=True, exist_ok=True)
+        self.kubeconfig = self.emu.write_kubeconfig(self._workdir / "kubeconfig")
+        config = build_config(sc.flags, kubeconfig=str(self.kubeconfig))
+        app = ControllerApp(config, clock=self.clock, env={})
+        await app.__aenter__()
+        self.app = app
+        self._pending.clear()  # the first list saw everything
+
+    async def close(self) -> None:
+        if self.app is not None:
+            app, self.app = self.app, None
+            await app.__aexit__(None, None, None)
+        await self.emu.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    # ------------------------------------------------------------------ writes
+
+    def _on_write(self, ev: WatchEvent) -> None:
+        kind = str(ev.entry.obj.get("kind") or "")
+        if kind:
+            self._pending[kind] = max(self._pending.get(kind, 0), ev.rv)
+        if self._capture is not None and ev.key in _EVENT_KEYS and ev.type != "DELETED":
+            self._capture.append(ev)
+
+    def _served_type(self, obj: Obj) -> ResourceType:
+        api_version = str(obj.get("apiVersion", ""))
+        group, _, version = api_version.rpartition("/")
+        kind = str(obj.get("kind", ""))
+        for rt in self.emu.registry:
+            if rt.group == group and rt.version == version and rt.kind == kind and not rt.external:
+                return rt
+        raise ScenarioError("", f'no matches for kind "{kind}" in version "{api_version}"')
+
+    def _apply(self, obj: Obj, where: str) -> None:
+        """Create or replace, status as given, creation/deletion timestamps honoured."""
+        store = self.emu.store
+        try:
+            rt = self._served_type(obj)
+        except ScenarioError as exc:
+            raise ScenarioError(where, exc.message) from None
+        meta = obj.get("metadata") or {}
+        try:
+            validate(rt, obj)
+            ns = str(meta.get("namespace") or "default") if rt.namespaced else ""
+            if ns and store.get_entry(("", "namespaces"), "", ns) is None:
+                store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            stored = store.apply(obj)
+        except emu_errors.ApiError as exc:
+            raise ScenarioError(where, exc.message) from None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ScenarioError(where, _api_message(exc)) from None
+        forced: dict[str, str] = {}
+        for f in ("creationTimestamp", "deletionTimestamp"):
+            given = meta.get(f)
+            if given is None:
+                continue
+            if f == "deletionTimestamp" and rt.kind != "Pod":
+                continue
+            try:
+                text = format_timestamp(
+                    given if isinstance(given, datetime) else parse_time(str(given))
+                )
+            except ValueError as exc:
+                raise ScenarioError(f"{where}.metadata.{f}", str(exc)) from None
+            if stored["metadata"].get(f) != text:
+                forced[f] = text
+        if forced:
+            self._force_metadata(stored, forced)
+
+    def _force_metadata(self, stored: Obj, fields: dict[str, str]) -> None:
+        # The store's create/update own these fields (as the API server does); a
+        # scenario may still state them, so write them with a metadata-only commit.
+        store = self.emu.store
+        api_version = str(stored.get("apiVersion", ""))
+        group = api_version.rpartition("/")[0]
+        rt = store.registry.by_kind(group, str(stored.get("kind")))
+        assert rt is not None
+        meta = stored["metadata"]
+        ns = str(meta.get("namespace") or "") if rt.namespaced else ""
+        entry = store.get_entry(rt.storage_key, ns, str(meta["name"]))
+        assert entry is not None
+        new = copy.deepcopy(entry.obj)
+        new["metadata"].update(fields)
+        store._commit(rt, "MODIFIED", ns, str(meta["name"]), new, entry)
+
+    def _delete(self, ref: DeleteRef) -> None:
+        reg = self.emu.registry
+        rt: ResourceType | None = None
+        if ref.api_version is not None:
+            rt = reg.by_kind(ref.api_version.rpartition("/")[0], ref.kind)
+        else:
+            for cand in reg:
+                # A kind served by several groups (Event): the core group wins.
+                preferred = rt is None or (cand.group == "" and rt.group != "")
+                if cand.kind == ref.kind and not cand.external and preferred:
+                    rt = cand
+        if rt is None:
+            raise ScenarioError(ref.where, f'no matches for kind "{ref.kind}"')
+        if not self.emu.store.delete(rt.group, rt.plural, ref.namespace, ref.name):
+            raise ScenarioError(ref.where, f'{rt.group_resource} "{ref.name}" not found')
+
+    def _set_metrics(self, spec: MetricsSpec, where: str) -> None:
+        m = self.emu.metrics
+        try:
+            if spec.pods is not None:
+                self._pod_items = [dict(p) for p in spec.pods]
+                self._last_pod_metrics = None
+            if spec.custom is not None:
+                m.set_custom([dict(x) for x in spec.custom])
+            if spec.external is not None:
+                m.set_external([dict(x) for x in spec.external])
+            if spec.unavailable is not None:
+                m.set_unavailable(spec.unavailable)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ScenarioError(where, _api_message(exc)) from None
+
+    def _react(self) -> None:
+        """The workload model's turn: pods, readiness, status, pod metrics."""
+        self.workload.reconcile()
+        generated = self.workload.pod_metrics()
+        listed = {
+            (
+                str((p.get("metadata") or {}).get("namespace") or ""),
+                str((p.get("metadata") or {}).get("name") or ""),
+            )
+            for p in self._pod_items
+        }
+        items = list(self._pod_items) + [
+            g
+            for g in generated
+            if (g["metadata"]["namespace"], g["metadata"]["name"]) not in listed
+        ]
+        if items != self._last_pod_metrics:
+            self.emu.metrics.set_pod_metrics(items)
+            self._last_pod_metrics = items
+
+    # ------------------------------------------------------------------ steps
+
+    async def _barrier(self) -> None:
+        if self._pending:
+            writes, self._pending = self._pending, {}
+            await self.app.informers.wait_for_writes(writes, timeout=30.0)
+
+    async def step(self, number: int, step: Step, seconds_since_start: float) -> StepResult:
+        target_mono = seconds_since_start
+        delta = target_mono - self.clock.monotonic()
+        if delta > 0:
+            self.clock.advance(delta)
+        where = f"steps[{step.index}]"
+        if step.metrics is not None:
+            self._set_metrics(step.metrics, f"{where}.metrics")
+        for j, obj in enumerate(step.apply):
+            self._apply(obj, f"{where}.apply[{j}]")
+        for ref in step.delete:
+            self._delete(ref)
+        self._react()
+        await self._barrier()
+        captured: list[WatchEvent] = []
+        self._capture = captured
+        try:
+            await self.app.controller.sync_all()
+        finally:
+            self._capture = None
+        self._react()
+        result = self._record(number, step.index, captured)
+        self.results.append(result)
+        return result
+
+    async def run(
+        self, on_step: Callable[[StepResult], Awaitable[None] | None] | None = None
+    ) -> list[StepResult]:
+        for number, step, t in self.scenario.timeline():
+            result = await self.step(number, step, t)
+            if on_step is not None:
+                maybe = on_step(result)
+                if maybe is not None:
+                    await maybe
+        # Leave the caches current for whoever looks next (demo --serve).
+        await self._barrier()
+        return self.results
+
+    # ------------------------------------------------------------------ reading back
+
+    def _record(self, number: int, index: int, captured: list[WatchEvent]) -> StepResult:
+        store = self.emu.store
+        hpas: dict[str, dict[str, Any]] = {}
+        specs: dict[str, dict[str, Any]] = {}
+        targets: dict[str, dict[str, Any]] = {}
+        for e in store.iter_entries(_HPA_KEY, None):
+            meta = e.obj.get("metadata") or {}
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            hpas[key] = copy.deepcopy(e.obj.get("status") or {})
+            spec = e.obj.get("spec") or {}
+            specs[key] = spec
+            ref = spec.get("scaleTargetRef") or {}
+            tkey = f"{ref.get('kind')}/{meta.get('namespace')}/{ref.get('name')}"
+            if tkey not in targets:
+                targets[tkey] = {"replicas": self._target_replicas(ref, str(meta.get("namespace")))}
+        events = []
+        for ev in captured:
+            o = ev.entry.obj
+            inv = o.get("involvedObject") or o.get("regarding") or {}
+            events.append(
+                {
+                    "object": f"{inv.get('kind')}/{inv.get('namespace')}/{inv.get('name')}",
+                    "type": str(o.get("type") or ""),
+                    "reason": str(o.get("reason") or ""),
+                    "message": str(o.get("message") or o.get("note") or ""),
+                }
+            )
+        return StepResult(
+            step=number,
+            time=self.clock.now(),
+            targets=dict(sorted(targets.items())),
+            hpas=hpas,
+            events=events,
+            source_index=index,
+            specs=specs,
+        )
+
+    def _target_replicas(self, ref: dict[str, Any], namespace: str) -> int | None:
+        group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+        rt = self.emu.registry.by_kind(group, str(ref.get("kind") or ""))
+        if rt is None or rt.scale is None:
+            return None
+        e = self.emu.store.get_entry(rt.storage_key, namespace, str(ref.get("name") or ""))
+        if e is None:
+            return None
+        cur: Any = e.obj
+        for part in rt.scale.spec_replicas.strip(".").split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else None
+        return cur if isinstance(cur, int) and not isinstance(cur, bool) else None
+
+
+async def run_scenario(
+    scenario: Scenario,
+    on_step: Callable[[StepResult], Awaitable[None] | None] | None = None,
+) -> list[StepResult]:
+    """Run every step and shut down; the recorded results in order."""
+    async with Simulation(scenario) as sim:
+        return await sim.run(on_step)
