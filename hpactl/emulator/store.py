@@ -328,6 +328,7 @@ class Store:
                     new.pop("status", None)
             if self._defaulter is not None:
                 self._defaulter(rt, new)
+                new_meta = new["metadata"]  # the defaulter may have replaced it
             if rt.generation and _spec_changed(old_obj, new):
                 new_meta["generation"] = int(old_meta.get("generation", 0)) + 1
         new["metadata"]["resourceVersion"] = old_obj["metadata"].get("resourceVersion")
