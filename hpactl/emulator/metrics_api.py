@@ -1195,6 +1195,147 @@ class MetricsState:
         }
 
 
+# --------------------------------------------------------------------------- tables
+
+
+def _table_version(request: web.Request) -> str | None:
+    """The meta.k8s.io version of the Table the client asks for first, if any
+    (kubectl get sends ``application/json;as=Table;v=v1;g=meta.k8s.io,...``)."""
+    for part in request.headers.get("Accept", "").split(","):
+        fields = [f.strip() for f in part.split(";")]
+        params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io":
+            if params.get("v") in ("v1", "v1beta1"):
+                return params["v"]
+        elif fields[0] in ("application/json", "*/*"):
+            return None
+    return None
+
+
+def _table_rows(
+    kind: _Kind, objects: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    name_col = {
+        "name": "Name",
+        "type": "string",
+        "format": "name",
+        "description": "Name of the resource",
+        "priority": 0,
+    }
+    if kind is _POD_METRICS:
+        # metrics-server's ConvertToTable: the usage summed over containers, one column
+        # per resource of the first item (sorted), then the window.
+        if not objects:
+            return [], []
+        totals = []
+        for obj in objects:
+            usage: dict[str, Any] = {}
+            for c in obj.get("containers", []):
+                for res, q in c.get("usage", {}).items():
+                    usage[res] = (
+                        usage[res] + parse_quantity(q) if res in usage else parse_quantity(q)
+                    )
+            totals.append(usage)
+        resources = sorted(totals[0])
+        columns = [name_col]
+        columns += [
+            {"name": r, "type": "string", "format": "quantity", "description": "", "priority": 0}
+            for r in resources
+        ]
+        columns.append(
+            {
+                "name": "Window",
+                "type": "string",
+                "format": "duration",
+                "description": "",
+                "priority": 0,
+            }
+        )
+        rows = [
+            [
+                obj["metadata"]["name"],
+                *(str(t[r]) if r in t else "0" for r in resources),
+                obj.get("window", DEFAULT_WINDOW),
+            ]
+            for obj, t in zip(objects, totals, strict=True)
+        ]
+        return columns, rows
+    if kind is _METRIC_VALUE:
+        columns = [name_col] + [
+            {"name": n, "type": "string", "format": "", "description": d, "priority": 0}
+            for n, d in (
+                ("Object", "The described object"),
+                ("Metric", "The metric name"),
+                ("Value", "The value"),
+            )
+        ]
+        rows = [
+            [
+                obj["metadata"]["name"],
+                f"{obj['describedObject']['kind']}/{obj['describedObject']['name']}",
+                obj["metric"]["name"],
+                obj["value"],
+            ]
+            for obj in objects
+        ]
+        return columns, rows
+    columns = [name_col] + [
+        {"name": n, "type": "string", "format": "", "description": d, "priority": 0}
+        for n, d in (
+            ("Metric", "The metric name"),
+            ("Labels", "The metric labels"),
+            ("Value", "The value"),
+        )
+    ]
+    rows = [
+        [
+            obj["metadata"]["name"],
+            obj["metricName"],
+            ",".join(f"{k}={v}" for k, v in sorted(obj.get("metricLabels", {}).items()))
+            or "<none>",
+            obj["value"],
+        ]
+        for obj in objects
+    ]
+    return columns, rows
+
+
+def _respond(
+    kind: _Kind, request: web.Request, body: dict[str, Any], status: int = 200
+) -> web.Response:
+    """The object or list as JSON, or as a meta.k8s.io Table when asked for one."""
+    version = _table_version(request)
+    if version is None or status != 200:
+        return _json(body, status)
+    objects = body.get("items", [body])
+    columns, cells = _table_rows(kind, objects)
+    include = request.query.get("includeObject", "Metadata")
+    rows = []
+    for obj, row in zip(objects, cells, strict=True):
+        entry: dict[str, Any] = {"cells": row}
+        if include == "Object":
+            entry["object"] = {
+                "kind": kind.kind,
+                "apiVersion": kind.api_version,
+                **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion")},
+            }
+        elif include != "None":
+            entry["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": f"meta.k8s.io/{version}",
+                "metadata": copy.deepcopy(obj["metadata"]),
+            }
+        rows.append(entry)
+    table: dict[str, Any] = {
+        "kind": "Table",
+        "apiVersion": f"meta.k8s.io/{version}",
+        "metadata": {},
+        "columnDefinitions": columns,
+        "rows": rows,
+    }
+    return _json(table)
+
+
 def _metric_labels(item: Mapping[str, Any]) -> dict[str, str]:
     selector = item["metric"].get("selector") or {}
     labels = selector.get("matchLabels") or {}
@@ -1262,7 +1403,7 @@ async def _writable(
     method = request.method
     if name is None:
         if method == "GET":
-            return _json(state._list_stored(kind, namespace, request))
+            return _respond(kind, request, state._list_stored(kind, namespace, request))
         if namespace is None:
             raise _method_not_allowed()
         if method == "POST":
@@ -1278,11 +1419,11 @@ async def _writable(
     assert namespace is not None
     if method == "GET":
         if kind is _POD_METRICS:
-            return _json(state._get_pod_metrics(namespace, name))
+            return _respond(kind, request, state._get_pod_metrics(namespace, name))
         item = state._stores[kind].get((namespace, name))
         if item is None:
             raise _not_found(kind.group, kind.resource, name)
-        return _json(state._render_stored(kind, item))
+        return _respond(kind, request, state._render_stored(kind, item))
     if method == "PUT":
         body = state._check_body(kind, await _read_body(request), namespace, name)
         out, created = state._store_update(kind, body, namespace, name, dry_run, create=True)
@@ -1363,7 +1504,7 @@ async def _dispatch_resource_metrics(
     if rest == ["pods"]:
         if method != "GET":
             raise _method_not_allowed()
-        return _json(state._pod_metrics_list(None, request))
+        return _respond(_POD_METRICS, request, state._pod_metrics_list(None, request))
     if rest[0] == "nodes" and len(rest) <= 2:
         if method != "GET":
             raise _method_not_allowed()
@@ -1379,7 +1520,7 @@ async def _dispatch_resource_metrics(
         )
     if len(rest) in (3, 4) and rest[0] == "namespaces" and rest[2] == "pods":
         if len(rest) == 3 and method == "GET":
-            return _json(state._pod_metrics_list(rest[1], request))
+            return _respond(_POD_METRICS, request, state._pod_metrics_list(rest[1], request))
         return await _writable(
             state, _POD_METRICS, request, rest[1], rest[3] if len(rest) == 4 else None
         )

@@ -932,3 +932,59 @@ async def test_metric_value_must_describe_an_object_of_its_namespace(served: Ser
     assert [i["describedObject"] for i in body["items"]] == [
         {"kind": "Node", "name": "n1", "apiVersion": "/v1"}
     ]
+
+
+TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+
+
+async def test_pod_metrics_table_as_metrics_server_prints_it(served: Served) -> None:
+    served.state.set_pod_metrics(
+        [
+            {
+                "metadata": {"namespace": "default", "name": "web-1"},
+                "containers": [
+                    {"name": "app", "usage": {"cpu": "250m", "memory": "64Mi"}},
+                    {"name": "sidecar", "usage": {"cpu": "50m", "memory": "16Mi"}},
+                ],
+            }
+        ]
+    )
+    async with served.http.get(
+        f"{served.base}{M}/namespaces/default/pods", headers={"Accept": TABLE_ACCEPT}
+    ) as resp:
+        table = await resp.json()
+    assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
+    assert [(c["name"], c["format"]) for c in table["columnDefinitions"]] == [
+        ("Name", "name"),
+        ("cpu", "quantity"),
+        ("memory", "quantity"),
+        ("Window", "duration"),
+    ]
+    (row,) = table["rows"]
+    assert row["cells"] == ["web-1", "300m", "80Mi", "30s"]
+    assert row["object"]["kind"] == "PartialObjectMetadata"
+    assert row["object"]["metadata"]["name"] == "web-1"
+    # Plain JSON when the client does not ask for a Table.
+    _, body = await served.call(f"{M}/namespaces/default/pods")
+    assert body["kind"] == "PodMetricsList"
+
+
+async def test_writable_kinds_tables(served: Served) -> None:
+    served.state.set_custom(CUSTOM[:1])
+    served.state.set_external(EXTERNAL[:1])
+    async with served.http.get(
+        f"{served.base}{C}/namespaces/default/metricvalues", headers={"Accept": TABLE_ACCEPT}
+    ) as resp:
+        table = await resp.json()
+    assert [r["cells"] for r in table["rows"]] == [
+        ["service-web-requests", "Service/web", "requests", "100"]
+    ]
+    async with served.http.get(
+        f"{served.base}{E}/namespaces/default/externalmetricvalues/queue-length-queue-a",
+        params={"includeObject": "Object"},
+        headers={"Accept": TABLE_ACCEPT},
+    ) as resp:
+        table = await resp.json()
+    (row,) = table["rows"]
+    assert row["cells"] == ["queue-length-queue-a", "queue_length", "queue=a", "10"]
+    assert row["object"]["kind"] == "ExternalMetricValue"

@@ -107,6 +107,11 @@ async def test_kubectl_apply_pod_metrics_creates_updates_and_deletes(kubectl: Ku
     assert [c["usage"]["cpu"] for c in listed[0]["containers"]] == ["750m"]
     _, top, _ = await kubectl("top", "pod", "-n", "default", "--no-headers")
     assert top.split() == ["web-1", "750m", "64Mi"]
+    _, table, _ = await kubectl("get", "podmetrics", "-n", "default")
+    assert [line.split() for line in table.splitlines()] == [
+        ["NAME", "CPU", "MEMORY", "WINDOW"],
+        ["web-1", "750m", "64Mi", "30s"],
+    ]
 
     _, out, _ = await kubectl("delete", "-f", str(kubectl.workdir / "pm.yaml"))
     assert out.strip() == 'podmetrics.metrics.k8s.io "web-1" deleted'
