@@ -31,6 +31,12 @@ timeout=None, verb=None) -> Response``
 ``TokenBucket(qps, burst, *, monotonic=time.monotonic, sleep=asyncio.sleep)``
     client-go's ``flowcontrol.NewTokenBucketRateLimiter``: ``await wait()`` blocks
     until a token is free; qps <= 0 disables limiting.
+
+Rate limiting follows kube-controller-manager's clients: one bucket (``s.limiter``)
+for the controller's clientset (core, apps, autoscaling, discovery...), and separate
+buckets of the same qps/burst for each metrics API group and for the Lease client
+(leader election has its own client upstream, so sync traffic never starves a renew).
+``s.limiter_for(info)`` returns the bucket a request uses.
 """
 
 from __future__ import annotations
@@ -65,6 +71,12 @@ RequestHook = Callable[[str, str, str, float], None]
 """on_request(verb, resource, code, seconds)."""
 
 QueryParams = Mapping[str, str | int | bool] | Sequence[tuple[str, str]]
+
+
+# Groups upstream reaches through a client of their own (own rate limiter).
+_OWN_CLIENT_GROUPS = frozenset(
+    {"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "coordination.k8s.io"}
+)
 
 
 def default_user_agent() -> str:
@@ -235,6 +247,7 @@ class KubeSession:
         self.on_request = on_request
         self.user_agent = user_agent or default_user_agent()
         self.limiter = limiter if limiter is not None else TokenBucket(qps, burst)
+        self._side_limiters: dict[str, TokenBucket] = {}
         self._api: Any = None
 
     # -- lifecycle -------------------------------------------------------------
@@ -291,6 +304,15 @@ class KubeSession:
         return self._api
 
     # -- requests --------------------------------------------------------------
+    def limiter_for(self, info: RequestInfo) -> TokenBucket:
+        if info.group not in _OWN_CLIENT_GROUPS:
+            return self.limiter
+        bucket = self._side_limiters.get(info.group)
+        if bucket is None:
+            bucket = TokenBucket(self.limiter.qps, self.limiter.burst)
+            self._side_limiters[info.group] = bucket
+        return bucket
+
     async def _headers(self, query: list[tuple[str, str]], content_type: str) -> dict[str, str]:
         api = self._require()
         headers: dict[str, str] = dict(api.default_headers)
@@ -325,7 +347,7 @@ class KubeSession:
         total = self.request_timeout if timeout is None else timeout
         ctimeout = aiohttp.ClientTimeout(total=total, connect=min(self.connect_timeout, total))
         url = api.configuration.host + path
-        await self.limiter.wait()
+        await self.limiter_for(info).wait()
         started = time.monotonic()
         try:
             # The whole exchange (headers and body) is bounded by `total`.
@@ -376,7 +398,7 @@ class KubeSession:
             sock_read=read_timeout,
         )
         url = api.configuration.host + path
-        await self.limiter.wait()
+        await self.limiter_for(info).wait()
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.connect_timeout + read_timeout):

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from hpactl import __version__
 from hpactl.kube import errors
+from hpactl.kube.paths import parse_path
 from hpactl.kube.requests import (
     create_json,
     get_json,
@@ -16,7 +17,7 @@ from hpactl.kube.requests import (
     patch_json,
     watch_stream,
 )
-from hpactl.kube.session import KubeSession
+from hpactl.kube.session import KubeSession, TokenBucket
 
 from .fakeserver import fake_server
 
@@ -233,3 +234,22 @@ async def test_watch_read_inactivity_times_out() -> None:
                 async for ev in watch_stream(s, PODS, read_timeout=0.3):
                     got.append(ev)
     assert len(got) == 1
+
+
+async def test_every_request_waits_for_a_token_and_leases_have_their_own_bucket() -> None:
+    waits: list[float] = []
+
+    async def fake_sleep(s: float) -> None:
+        waits.append(s)
+
+    bucket = TokenBucket(1.0, 1, monotonic=lambda: 0.0, sleep=fake_sleep)
+    async with fake_server() as srv:
+        srv.json("GET", PODS + "/p", {"kind": "Pod"})
+        lease = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x"
+        srv.json("GET", lease, {"kind": "Lease"})
+        async with KubeSession(master=srv.url, limiter=bucket) as s:
+            for _ in range(3):
+                await get_json(s, PODS + "/p")
+            await get_json(s, lease)
+            assert s.limiter_for(parse_path(lease)) is not s.limiter
+    assert waits == [1.0, 2.0]
