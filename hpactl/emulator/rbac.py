@@ -12,6 +12,8 @@ would write them.
 The bootstrap policy every real cluster has is built in (``system:discovery``,
 ``system:basic-user``, ``system:public-info-viewer`` bound to
 ``system:authenticated``, the last also to ``system:unauthenticated``;
+``system:monitoring`` for the group of that name,
+``system:service-account-issuer-discovery`` for ``system:serviceaccounts``,
 ``cluster-admin`` for ``system:masters``); stored objects of the same name replace
 the built-in ones, as an edited bootstrap object does. Members of ``system:masters``
 are allowed everything before RBAC is consulted, as kube-apiserver's privileged-group
@@ -124,6 +126,38 @@ DEFAULT_CLUSTER_ROLES: tuple[dict[str, Any], ...] = (
         "system:public-info-viewer",
         [{"nonResourceURLs": list(_PUBLIC_INFO_URLS), "verbs": ["get"]}],
     ),
+    _builtin_cluster_role(
+        "system:monitoring",
+        [
+            {
+                "nonResourceURLs": [
+                    "/healthz",
+                    "/healthz/*",
+                    "/livez",
+                    "/livez/*",
+                    "/metrics",
+                    "/metrics/slis",
+                    "/readyz",
+                    "/readyz/*",
+                ],
+                "verbs": ["get"],
+            }
+        ],
+    ),
+    _builtin_cluster_role(
+        "system:service-account-issuer-discovery",
+        [
+            {
+                "nonResourceURLs": [
+                    "/.well-known/openid-configuration",
+                    "/.well-known/openid-configuration/",
+                    "/openid/v1/jwks",
+                    "/openid/v1/jwks/",
+                ],
+                "verbs": ["get"],
+            }
+        ],
+    ),
 )
 
 DEFAULT_CLUSTER_ROLE_BINDINGS: tuple[dict[str, Any], ...] = (
@@ -133,6 +167,8 @@ DEFAULT_CLUSTER_ROLE_BINDINGS: tuple[dict[str, Any], ...] = (
     _builtin_binding(
         "system:public-info-viewer", ["system:authenticated", "system:unauthenticated"]
     ),
+    _builtin_binding("system:monitoring", ["system:monitoring"]),
+    _builtin_binding("system:service-account-issuer-discovery", ["system:serviceaccounts"]),
 )
 
 

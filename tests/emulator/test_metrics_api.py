@@ -988,3 +988,10 @@ async def test_writable_kinds_tables(served: Served) -> None:
     (row,) = table["rows"]
     assert row["cells"] == ["queue-length-queue-a", "queue_length", "queue=a", "10"]
     assert row["object"]["kind"] == "ExternalMetricValue"
+
+
+async def test_percent_encoded_wildcard(served: Served) -> None:
+    served.state.set_custom(CUSTOM)
+    status, body, _ = await served.raw("GET", f"{C}/namespaces/default/pods/%2A/rps", labelSelector="app=web")
+    assert status == 200
+    assert [i["describedObject"]["name"] for i in body["items"]] == ["web-1", "web-2"]

@@ -406,6 +406,11 @@ def test_clusterrolebinding_to_a_role_is_ignored() -> None:
         ("/metrics", ["system:authenticated"], False),
         ("/logs", ["system:authenticated"], False),
         ("/metrics", ["system:masters"], True),
+        ("/metrics", ["system:monitoring"], True),
+        ("/readyz/etcd", ["system:monitoring"], True),
+        ("/readyz/etcd", ["system:authenticated"], False),
+        ("/openid/v1/jwks", ["system:serviceaccounts", "system:authenticated"], True),
+        ("/openid/v1/jwks", ["system:authenticated"], False),
     ],
 )
 def test_default_discovery_access(path: str, groups: list[str], allowed: bool) -> None:
