@@ -156,11 +156,11 @@ class RestMapper:
 
     async def _refresh(self, group: str) -> _GroupEntry:
         lock = self._locks.setdefault(group, asyncio.Lock())
-        started = self._monotonic()
+        seen = self._groups.get(group)
         async with lock:
             # Someone refreshed while we waited: use theirs.
             entry = self._groups.get(group)
-            if entry is not None and entry.fetched_at >= started:
+            if entry is not None and entry is not seen:
                 return entry
             entry = _GroupEntry(fetched_at=self._monotonic(), kinds=await self._discover(group))
             self._groups[group] = entry

@@ -203,3 +203,89 @@ async def test_metrics_api_503_text(emulator: Emulator, session: KubeSession) ->
         ei.value.message
         == "the server is currently unable to handle the request (get pods.metrics.k8s.io)"
     )
+
+
+def crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                    "subresources": {
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas",
+                            "labelSelectorPath": ".status.selector",
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def test_restmapper_refreshes_on_miss_and_scales_custom_resources(
+    emulator: Emulator, session: KubeSession
+) -> None:
+    t = [0.0]
+    mapper = RestMapper(session, ttl=60.0, monotonic=lambda: t[0])
+    with pytest.raises(NoKindMatchError):
+        await mapper.mappings("example.com", "Widget")
+    emulator.store.create(crd())
+    # a miss re-reads discovery at once, without waiting for the TTL
+    m = await mapper.mapping("example.com", "Widget")
+    assert (m.resource, m.version, m.has_scale) == ("widgets", "v1", True)
+    emulator.store.create(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "default"},
+            "spec": {"replicas": 2},
+            "status": {"replicas": 2, "selector": "app=w"},
+        }
+    )
+    res = await get_scale(session, mapper, "default", "example.com/v1", "Widget", "w")
+    assert (res.scale.spec_replicas, res.scale.status_replicas, res.scale.selector) == (
+        2,
+        2,
+        "app=w",
+    )
+    out = await update_scale(session, res.mapping, "default", "w", 5, current=res.scale)
+    assert out.spec_replicas == 5
+    w = emulator.store.get("example.com", "widgets", "default", "w")
+    assert w is not None and w["spec"]["replicas"] == 5
+
+
+async def test_restmapper_ttl(emulator: Emulator) -> None:
+    calls: list[str] = []
+    t = [0.0]
+    async with KubeSession(master=emulator.url, on_request=lambda v, r, c, s: calls.append(r)) as s:
+        mapper = RestMapper(s, ttl=60.0, monotonic=lambda: t[0])
+        await mapper.mapping("apps", "Deployment")
+        n = len(calls)
+        await mapper.mapping("apps", "Deployment")
+        await mapper.mapping("apps", "StatefulSet")
+        assert len(calls) == n  # cached
+        t[0] = 61.0
+        await mapper.mapping("apps", "Deployment")
+        assert len(calls) > n  # expired: discovery read again
+
+
+async def test_bad_api_version_text(session: KubeSession) -> None:
+    with pytest.raises(errors.KubeError) as ei:
+        await get_scale(session, RestMapper(session), "default", "a/b/c", "Deployment", "web")
+    assert str(ei.value) == "unexpected GroupVersion string: a/b/c"
