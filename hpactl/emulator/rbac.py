@@ -456,8 +456,9 @@ def request_attributes(
     """The apiserver's RequestInfoFactory.NewRequestInfo for a method, URL path and query."""
     query = query or {}
     method = method.upper()
+    # Non-resource requests keep the lower-cased HTTP method as their verb ("post").
+    non_resource = RequestAttributes(resource_request=False, verb=method.lower(), path=path)
     verb = _VERB_BY_METHOD.get(method, method.lower())
-    non_resource = RequestAttributes(resource_request=False, verb=verb, path=path)
     parts = [p for p in path.strip("/").split("/")] if path.strip("/") else []
     if not parts or parts[0] not in ("api", "apis"):
         return non_resource

@@ -627,7 +627,10 @@ ATTR_CASES: list[Any] = [
     pytest.param("GET", "/api/v1", {}, (False, "get", "", "", "", "", ""), id="api-v1"),
     pytest.param("GET", "/version", {}, (False, "get", "", "", "", "", ""), id="version"),
     pytest.param(
-        "POST", "/openapi/v2", {}, (False, "create", "", "", "", "", ""), id="non-resource-post"
+        "POST", "/openapi/v2", {}, (False, "post", "", "", "", "", ""), id="non-resource-post"
+    ),
+    pytest.param(
+        "HEAD", "/healthz", {}, (False, "head", "", "", "", "", ""), id="non-resource-head"
     ),
 ]
 
