@@ -82,7 +82,11 @@ class Emulator:
                 authorizer = None
             else:
                 authorizer = Authorizer(self.objects_of_kind)
-        self.faults: Any = faults
+        if faults is True:
+            from hpactl.emulator.faults import FaultInjector
+
+            faults = FaultInjector(metrics_state=self.metrics)
+        self.faults: Any = faults or None
         self.server = ApiServer(
             self.store,
             self.registry,
