@@ -48,6 +48,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 
@@ -183,12 +184,21 @@ class StreamResponse:
 
 
 def _transport_error(method: str, url: str, exc: BaseException) -> TransportError:
-    # Go's url.Error reads `Get "https://host/path": <cause>`.
+    # Go's url.Error reads `Get "https://host/path?query": <cause>`.
     op = method[:1].upper() + method[1:].lower()
     if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
         return RequestTimeout(f'{op} "{url}": context deadline exceeded')
-    cause = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(
+        exc.os_error, ConnectionRefusedError
+    ):
+        cause = f"dial tcp {exc.host}:{exc.port}: connect: connection refused"
+    else:
+        cause = str(exc) or type(exc).__name__
     return TransportError(f'{op} "{url}": {cause}')
+
+
+def _with_query(url: str, query: list[tuple[str, str]]) -> str:
+    return f"{url}?{urlencode(query)}" if query else url
 
 
 def _kube_verb(method: str, info: RequestInfo, query: QueryParams | None) -> str:
@@ -369,10 +379,10 @@ class KubeSession:
         except (TimeoutError, aiohttp.ClientError) as exc:
             if not isinstance(exc, aiohttp.ClientResponseError):
                 self._report(kverb, info, "<error>", started)
-            raise _transport_error(method, url, exc) from exc
+            raise _transport_error(method, _with_query(url, qlist), exc) from exc
         return Response(
             status=resp.status,
-            headers=dict(resp.headers),
+            headers=resp.headers.copy(),
             body=data,
             method=method.upper(),
             info=info,
@@ -412,7 +422,7 @@ class KubeSession:
                 )
         except (TimeoutError, aiohttp.ClientError) as exc:
             self._report(verb, info, "<error>", started)
-            raise _transport_error("GET", url, exc) from exc
+            raise _transport_error("GET", _with_query(url, qlist), exc) from exc
         self._report(verb, info, str(resp.status), started)
         try:
             yield StreamResponse(resp, "GET", info)

@@ -253,3 +253,23 @@ async def test_every_request_waits_for_a_token_and_leases_have_their_own_bucket(
             await get_json(s, lease)
             assert s.limiter_for(parse_path(lease)) is not s.limiter
     assert waits == [1.0, 2.0]
+
+
+async def test_connection_refused_reads_like_go() -> None:
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now
+    codes: list[str] = []
+    async with KubeSession(
+        master=f"http://127.0.0.1:{port}", on_request=lambda v, r, c, s: codes.append(c)
+    ) as s:
+        with pytest.raises(errors.TransportError) as ei:
+            await list_json(s, PODS, label_selector="app=web", limit=None)
+    assert ei.value.message == (
+        f'Get "http://127.0.0.1:{port}{PODS}?labelSelector=app%3Dweb": '
+        f"dial tcp 127.0.0.1:{port}: connect: connection refused"
+    )
+    assert codes == ["<error>"]
