@@ -179,3 +179,27 @@ async def test_kubectl_sees_unavailable_metrics_group(kubectl: Kubectl) -> None:
     assert "the server is currently unable to handle the request" in err
     kubectl.emu.metrics.set_unavailable([])
     await kubectl("get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods")
+
+
+async def test_kubectl_server_side_apply_replace_patch_create(kubectl: Kubectl) -> None:
+    path = kubectl.workdir / "pm.yaml"
+    path.write_text(POD_METRICS.format(cpu="100m"))
+    _, out, _ = await kubectl("apply", "--server-side", "-f", str(path))
+    assert out.strip() == "podmetrics.metrics.k8s.io/web-1 serverside-applied"
+    path.write_text(POD_METRICS.format(cpu="300m"))
+    _, out, _ = await kubectl("replace", "-f", str(path))
+    assert out.strip() == "podmetrics.metrics.k8s.io/web-1 replaced"
+    await kubectl("patch", "podmetrics", "web-1", "--type=merge", "-p", '{"window":"15s"}')
+    _, out, _ = await kubectl(
+        "get", "podmetrics", "web-1", "-o", "jsonpath={.containers[0].usage.cpu} {.window}"
+    )
+    assert out == "300m 15s"
+    code, _, err = await kubectl("create", "-f", str(path), check=False)
+    assert code != 0
+    assert "Error from server (AlreadyExists): error when creating" in err
+    _, out, _ = await kubectl("apply", "-f", str(path), "--dry-run=server")
+    assert out.strip() == "podmetrics.metrics.k8s.io/web-1 configured (server dry run)"
+    _, out, _ = await kubectl(
+        "get", "podmetrics", "web-1", "-o", "jsonpath={.metadata.annotations}"
+    )
+    assert "last-applied-configuration" not in out  # the dry run stored nothing
