@@ -7,7 +7,9 @@ queue_size=1000, on_drop=None, max_tries=12, retry_sleep=10.0, timeout=None)``
     and calls ``on_drop``, like client-go's broadcaster). ``await recorder.run()`` is
     the background writer task; ``await recorder.flush()`` waits until everything
     queued so far is written (tests, shutdown); ``recorder.close()`` stops ``run``.
-    ``obj`` is a raw object (an HPA dict) or an ``ObjectRef``.
+    ``obj`` is a raw object (an HPA dict), an ``ObjectRef``, or anything with
+    ``namespace``/``name``/``uid``/``resource_version`` (the HPA model);
+    ``recorder.emit(obj, ev)`` takes a core ``Event`` (type, reason, message).
 
 Correlation (client-go ``EventCorrelator``), all implemented:
   * aggregation of similar events: 10 distinct messages for the same
@@ -48,6 +50,7 @@ __all__ = [
     "EventRecorder",
     "EventSink",
     "ObjectRef",
+    "RefSource",
     "RestEventSink",
     "object_ref",
 ]
@@ -96,13 +99,53 @@ class ObjectRef:
         return out
 
 
+class RefSource(Protocol):
+    """Anything naming an HPA: ``hpactl.model.hpa.HPA`` and the like."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def resource_version(self) -> str: ...
+
+
+class _EventLike(Protocol):
+    @property
+    def type(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+
+
+Involved = Mapping[str, Any] | ObjectRef | RefSource
+
+
 def object_ref(
-    obj: Mapping[str, Any],
+    obj: Involved,
     *,
     kind: str = "HorizontalPodAutoscaler",
     api_version: str = "autoscaling/v2",
 ) -> ObjectRef:
-    """client-go ``reference.GetReference`` for a raw object (defaults: an HPA)."""
+    """client-go ``reference.GetReference`` (defaults: an HPA).
+
+    ``obj`` is a raw object, an ``ObjectRef`` (returned as is) or anything with
+    ``namespace``, ``name``, ``uid`` and ``resource_version`` attributes.
+    """
+    if isinstance(obj, ObjectRef):
+        return obj
+    if not isinstance(obj, Mapping):
+        return ObjectRef(
+            kind=kind,
+            namespace=str(obj.namespace),
+            name=str(obj.name),
+            uid=str(getattr(obj, "uid", "") or ""),
+            api_version=api_version,
+            resource_version=str(getattr(obj, "resource_version", "") or ""),
+        )
     meta = obj.get("metadata") or {}
     return ObjectRef(
         kind=str(obj.get("kind") or kind),
@@ -216,10 +259,8 @@ class EventRecorder:
         self.dropped = 0
 
     # -- producer side -----------------------------------------------------------
-    def event(
-        self, obj: Mapping[str, Any] | ObjectRef, type_: str, reason: str, message: str
-    ) -> None:
-        ref = obj if isinstance(obj, ObjectRef) else object_ref(obj)
+    def event(self, obj: Involved, type_: str, reason: str, message: str) -> None:
+        ref = object_ref(obj)
         now = self._clock.now()
         ev = _Event(ref=ref, type=type_, reason=reason, message=message, first=now, last=now)
         try:
@@ -227,10 +268,12 @@ class EventRecorder:
         except asyncio.QueueFull:
             self._drop("queue full")
 
-    def eventf(
-        self, obj: Mapping[str, Any] | ObjectRef, type_: str, reason: str, fmt: str, *args: object
-    ) -> None:
+    def eventf(self, obj: Involved, type_: str, reason: str, fmt: str, *args: object) -> None:
         self.event(obj, type_, reason, fmt % args if args else fmt)
+
+    def emit(self, obj: Involved, event: _EventLike) -> None:
+        """Record a core ``Event`` (anything with ``type``, ``reason``, ``message``)."""
+        self.event(obj, event.type, event.reason, event.message)
 
     def _drop(self, why: str) -> None:
         self.dropped += 1

@@ -158,3 +158,39 @@ def test_event_never_blocks_when_queue_full() -> None:
     r.event(hpa_obj(), "Normal", "B", "m")
     assert drops == ["queue full"]
     assert r.dropped == 1
+
+
+async def test_event_from_hpa_model_and_core_event(
+    emulator: Emulator, rec: tuple[EventRecorder, VirtualClock]
+) -> None:
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Named:
+        namespace: str
+        name: str
+        uid: str
+        resource_version: str
+
+    @dataclass(frozen=True)
+    class CoreEvent:
+        type: str
+        reason: str
+        message: str
+
+    r, _ = rec
+    r.emit(
+        Named("default", "web", "u-9", "12"),
+        CoreEvent("Normal", "SuccessfulRescale", "New size: 2; reason: All metrics below target"),
+    )
+    await r.flush()
+    (ev,) = events(emulator)
+    assert ev["involvedObject"] == {
+        "kind": "HorizontalPodAutoscaler",
+        "namespace": "default",
+        "name": "web",
+        "uid": "u-9",
+        "apiVersion": "autoscaling/v2",
+        "resourceVersion": "12",
+    }
+    assert (ev["type"], ev["reason"]) == ("Normal", "SuccessfulRescale")
