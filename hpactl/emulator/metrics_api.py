@@ -636,9 +636,10 @@ class MetricsState:
                 raise ValueError(exc.message) from exc
             meta = item["metadata"]
             key = (meta["namespace"], meta["name"])
-            if key in store:
-                # Generated names collide when one object has several series of a
-                # metric (different metric selectors): number them.
+            named = bool(_as_mapping(raw.get("metadata"), "metadata").get("name"))
+            if key in store and not named:
+                # Generated names can collide (series told apart only by selector
+                # expressions): number them. A name given twice: the last one wins.
                 for n in itertools.count(2):
                     candidate = (key[0], f"{key[1]}-{n}")
                     if candidate not in store:
@@ -743,9 +744,10 @@ class MetricsState:
                     f"MetricValue ({meta_ns})"
                 )
             default_ns = obj_ns
-        default_name = _NAME_SANITIZE.sub("-", f"{kind}-{obj_name}-{metric_name}".lower()).strip(
-            "-."
-        )
+        labels = "".join(f"-{k}-{v}" for k, v in sorted(_metric_labels({"metric": metric}).items()))
+        default_name = _NAME_SANITIZE.sub(
+            "-", f"{kind}-{obj_name}-{metric_name}{labels}".lower()
+        ).strip("-.")
         meta = self._meta(_METRIC_VALUE, raw, meta_ns or default_ns, default_name)
         out_described: dict[str, Any] = {"kind": kind, "name": obj_name}
         if obj_ns:

@@ -992,6 +992,37 @@ async def test_writable_kinds_tables(served: Served) -> None:
 
 async def test_percent_encoded_wildcard(served: Served) -> None:
     served.state.set_custom(CUSTOM)
-    status, body, _ = await served.raw("GET", f"{C}/namespaces/default/pods/%2A/rps", labelSelector="app=web")
+    status, body, _ = await served.raw(
+        "GET", f"{C}/namespaces/default/pods/%2A/rps", labelSelector="app=web"
+    )
     assert status == 200
     assert [i["describedObject"]["name"] for i in body["items"]] == ["web-1", "web-2"]
+
+
+async def test_generated_names_and_duplicates(served: Served) -> None:
+    served.state.set_custom(CUSTOM)
+    _, body = await served.call(
+        f"{C}/namespaces/default/metricvalues", query={"fieldSelector": "metadata.name!=x"}
+    )
+    names = [i["metadata"]["name"] for i in body["items"]]
+    assert "pod-web-1-latency-quantile-0.9" in names and "pod-web-1-latency-quantile-0.5" in names
+    # A PodMetrics named twice: the last one wins (no renaming).
+    served.state.set_pod_metrics(
+        [pod_metrics("default", "web-1", cpu="1"), pod_metrics("default", "web-1", cpu="2")]
+    )
+    _, body = await served.call(f"{M}/namespaces/default/pods")
+    assert [(i["metadata"]["name"], i["containers"][0]["usage"]["cpu"]) for i in body["items"]] == [
+        ("web-1", "2")
+    ]
+    # Unnamed values that only differ by selector expressions are numbered.
+    same = {
+        "describedObject": {"kind": "Service", "namespace": "default", "name": "web"},
+        "metric": {
+            "name": "m",
+            "selector": {"matchExpressions": [{"key": "a", "operator": "Exists"}]},
+        },
+        "value": "1",
+    }
+    served.state.set_custom([same, {**same, "value": "2"}])
+    _, body = await served.call(f"{C}/namespaces/default/metricvalues")
+    assert [i["metadata"]["name"] for i in body["items"]] == ["service-web-m", "service-web-m-2"]
