@@ -596,7 +596,7 @@ class ApiServer:
                     "list - objects that were created, modified, or deleted between the time "
                     "the first chunk was returned and now may show up in the list."
                 )
-            entries = self.store.snapshot(key, ns, at_rv)
+            entries = self.store.snapshot(key, ns, at_rv, after=start_after)
             list_rv = at_rv
         elif rv_param and rv_param != "0":
             try:
@@ -635,8 +635,6 @@ class ApiServer:
             entries = list(self.store.iter_entries(key, ns))
             list_rv = current
 
-        if start_after is not None:
-            entries = [e for e in entries if _entry_key(e) > start_after]
         selected: list[Entry] = []
         next_token = ""
         remaining: int | None = None

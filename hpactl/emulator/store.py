@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import copy
 import json
 import random
@@ -158,6 +159,20 @@ class Store:
             return
         for ns, n in t.keys_sorted():
             yield t.by_ns[ns][n]
+
+    def entries_after(
+        self, key: StorageKey, namespace: str | None, after: tuple[str, str]
+    ) -> list[Entry]:
+        """Current entries with (namespace, name) > after, in key order."""
+        t = self._tables.get(key)
+        if t is None:
+            return []
+        if namespace is not None:
+            names = t.by_ns.get(namespace) or {}
+            return [names[n] for n in sorted(names) if (namespace, n) > after]
+        keys = t.keys_sorted()
+        by_ns = t.by_ns
+        return [by_ns[ns][n] for ns, n in keys[bisect.bisect_right(keys, after) :]]
 
     def count(self, key: StorageKey) -> int:
         t = self._tables.get(key)
@@ -413,10 +428,19 @@ class Store:
             i -= 1
         return [hist[j] for j in range(i, len(hist))]
 
-    def snapshot(self, key: StorageKey, namespace: str | None, rv: int) -> list[Entry]:
-        """Entries as they were at `rv` (caller checked `too_old`), in key order."""
+    def snapshot(
+        self,
+        key: StorageKey,
+        namespace: str | None,
+        rv: int,
+        after: tuple[str, str] | None = None,
+    ) -> list[Entry]:
+        """Entries as they were at `rv` (caller checked `too_old`), in key order,
+        optionally only those with (namespace, name) > after."""
         later = self.events_since(key, rv)
         if not later:
+            if after is not None:
+                return self.entries_after(key, namespace, after)
             return list(self.iter_entries(key, namespace))
         state: dict[tuple[str, str], Entry] = {}
         t = self._tables.get(key)
@@ -433,7 +457,7 @@ class Store:
                 state.pop(k, None)
             else:
                 state[k] = ev.prev
-        return [state[k] for k in sorted(state)]
+        return [state[k] for k in sorted(state) if after is None or k > after]
 
     # ---- watch --------------------------------------------------------------------
 
