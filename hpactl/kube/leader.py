@@ -224,11 +224,20 @@ class LeaderElector:
             await self._clock.sleep(self.retry_period * (1.0 + random.random() * JITTER_FACTOR))
 
     async def _renew_until_lost(self, work: asyncio.Task[None] | None) -> None:
+        """Renew until a renewal fails for renewDeadline, or the work task fails.
+
+        Work that simply returns does not end leadership (as upstream, where
+        OnStartedLeading is just a goroutine).
+        """
         while True:
+            if work is not None and work.done():
+                if _failed(work):
+                    return
+                work = None
             deadline = self._clock.monotonic() + self.renew_deadline
             ok = False
             while True:
-                if work is not None and work.done():
+                if work is not None and _failed(work):
                     return
                 if await self.try_acquire_or_renew():
                     ok = True
@@ -243,8 +252,6 @@ class LeaderElector:
                 log.info("failed to renew lease %s/%s", self.namespace, self.name)
                 return
             await self._sleep_or_work_done(self.retry_period, work)
-            if work is not None and work.done():
-                return
 
     async def _sleep_or_work_done(self, seconds: float, work: asyncio.Task[None] | None) -> None:
         if work is None:
@@ -279,7 +286,7 @@ class LeaderElector:
                 work.cancel()
                 with contextlib.suppress(BaseException):
                     await work
-            failed = work is not None and work.done() and not work.cancelled() and work.exception()
+            failed = work is not None and _failed(work)
             if leading and ((cancelled and self._release_on_cancel) or failed):
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self.release())
@@ -319,6 +326,10 @@ class LeaderElector:
             return False
         self._observe(updated.get("spec") or spec, _rv(updated))
         return True
+
+
+def _failed(task: asyncio.Task[None]) -> bool:
+    return task.done() and not task.cancelled() and task.exception() is not None
 
 
 def _rv(obj: Mapping[str, Any]) -> str:

@@ -159,3 +159,24 @@ def test_rejects_inconsistent_durations() -> None:
         LeaderElector(None, namespace="n", name="x", lease_duration=10, renew_deadline=10)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="retryPeriod\\*JitterFactor"):
         LeaderElector(None, namespace="n", name="x", renew_deadline=2, retry_period=2)  # type: ignore[arg-type]
+
+
+async def test_work_that_returns_keeps_leadership(emulator: Emulator) -> None:
+    clock = VirtualClock()
+    done = asyncio.Event()
+
+    async def work() -> None:
+        done.set()
+
+    async with KubeSession(master=emulator.url) as s:
+        a = elector(s, clock, "a", on_started_leading=work)
+        ta = asyncio.create_task(a.run())
+        await until(done.is_set, "work ran")
+        await until(lambda: clock.sleepers >= 1, "a asleep")
+        await step(clock, 30, 1)
+        assert a.leading.is_set() and not ta.done()
+        assert lease(emulator)["renewTime"] == "2026-01-01T00:00:30.000000Z"
+        ta.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await ta
+    assert lease(emulator)["holderIdentity"] == ""
