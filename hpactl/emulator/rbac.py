@@ -377,8 +377,9 @@ class Authorizer:
             return True, ""
         if not errors:
             return False, ""
-        # utilerrors.NewAggregate formatting: one error alone, several in brackets.
-        text = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+        # utilerrors.NewAggregate's Error(): distinct messages, bracketed when several.
+        distinct = list(dict.fromkeys(errors))
+        text = distinct[0] if len(distinct) == 1 else "[" + ", ".join(distinct) + "]"
         return False, f"RBAC: {text}"
 
     def authorize(
@@ -535,6 +536,8 @@ def forbidden_status(
             msg = f'User "{user}" cannot {verb} resource "{shown}" in API group "{api_group}" in the namespace "{namespace}"'
         else:
             msg = f'User "{user}" cannot {verb} resource "{shown}" in API group "{api_group}" at the cluster scope'
+    # responsewriters.Forbidden HTML-escapes the message (not the reason).
+    msg = msg.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if reason:
         msg = f"{msg}: {reason}"
     details: dict[str, str] = {}

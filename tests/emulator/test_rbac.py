@@ -382,6 +382,17 @@ def test_missing_cluster_roles_are_reported_as_reason() -> None:
     )
 
 
+def test_repeated_missing_role_is_reported_once() -> None:
+    authz = authorizer(
+        crb("b1", "nope", [{"kind": "User", "name": "u"}]),
+        crb("b2", "nope", [{"kind": "Group", "name": "g"}]),
+    )
+    _, reason = authz.check(
+        "u", ["g"], RequestAttributes(True, "get", "", "", "v1", "pods", "", "default", "p")
+    )
+    assert reason == 'RBAC: clusterrole.rbac.authorization.k8s.io "nope" not found'
+
+
 def test_clusterrolebinding_to_a_role_is_ignored() -> None:
     binding = crb("b", "r", [{"kind": "User", "name": "u"}])
     binding["roleRef"]["kind"] = "Role"
@@ -689,6 +700,13 @@ FORBIDDEN_CASES: list[Any] = [
         'pods "p" is forbidden: User "u" cannot get resource "pods" in API group "" in the namespace "default": RBAC: clusterrole.rbac.authorization.k8s.io "nope" not found',
         {"name": "p", "kind": "pods"},
         id="with-reason",
+    ),
+    pytest.param(
+        ("u<script>", "get", "", "", "", "", ""),
+        {"path": "/a&b"},
+        'forbidden: User "u&lt;script&gt;" cannot get path "/a&amp;b"',
+        {},
+        id="html-escaped",
     ),
 ]
 
