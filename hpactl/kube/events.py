@@ -18,7 +18,7 @@ Correlation (client-go ``EventCorrelator``), all implemented:
   * count aggregation: an identical event (same source, object, type, reason, message)
     seen before is PATCHed (strategic merge) with ``count`` + 1, ``lastTimestamp`` and
     ``message`` instead of created; if the PATCH finds no object, it is created again;
-  * spam filter: per (source, object, type) token bucket of burst 25 refilling one
+  * spam filter: per (source, object) token bucket of burst 25 refilling one
     token every 5 minutes; events beyond it are dropped.
 Event objects: name ``<object name>.<hex unix nanos>``, ``source.component``,
 ``reportingComponent`` (= component), ``reportingInstance`` (= host), ``involvedObject``
@@ -327,7 +327,7 @@ class EventRecorder:
         )
 
     def _spam_key(self, ev: _Event) -> str:
-        return "".join([*self._src(), *self._obj_key(ev.ref), ev.type])
+        return "".join([*self._src(), *self._obj_key(ev.ref)])
 
     def _name_for(self, ref: ObjectRef, at: datetime) -> str:
         nanos = int(at.timestamp()) * 1_000_000_000 + at.microsecond * 1000

@@ -131,7 +131,7 @@ async def test_spam_filter_drops_beyond_burst(emulator: Emulator) -> None:
         r = EventRecorder(s, clock=clock, on_drop=drops.append)
         task = asyncio.create_task(r.run())
         for i in range(26):
-            r.event(hpa_obj(), "Normal", f"Reason{i}", "m")
+            r.event(hpa_obj(), "Warning" if i % 2 else "Normal", f"Reason{i}", "m")
         await r.flush()
         assert len(events(emulator)) == 25
         assert drops == ["spam filter"]
