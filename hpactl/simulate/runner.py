@@ -18,11 +18,13 @@ informers' network timeouts stay on real time (they bound sockets, not behaviour
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -44,7 +46,7 @@ from hpactl.simulate.scenario import (
     build_config,
 )
 
-__all__ = ["Simulation", "StepResult", "run_scenario"]
+__all__ = ["SimClock", "Simulation", "StepResult", "run_scenario"]
 
 Obj = dict[str, Any]
 _HPA_KEY = ("autoscaling", "horizontalpodautoscalers")
@@ -73,6 +75,54 @@ class StepResult:
         }
 
 
+class SimClock:
+    """The simulation's clock: a VirtualClock until `go_real()`, then real-time pace.
+
+    `hpactl demo --serve` keeps the controller running after the scenario; from then
+    on time moves at the wall clock's pace, continuing from where the virtual time
+    stopped (no jump back or forward, so windows and timestamps stay coherent).
+    """
+
+    __slots__ = ("_anchor", "_mono0", "_real0", "virtual")
+
+    def __init__(self, start: datetime) -> None:
+        self.virtual = VirtualClock(start)
+        self._anchor: datetime | None = None
+        self._mono0 = 0.0
+        self._real0 = 0.0
+
+    @property
+    def is_real(self) -> bool:
+        return self._anchor is not None
+
+    def go_real(self) -> None:
+        if self._anchor is None:
+            self._anchor = self.virtual.now()
+            self._mono0 = self.virtual.monotonic()
+            self._real0 = time.monotonic()
+
+    def now(self) -> datetime:
+        if self._anchor is None:
+            return self.virtual.now()
+        return self._anchor + timedelta(seconds=time.monotonic() - self._real0)
+
+    def monotonic(self) -> float:
+        if self._anchor is None:
+            return self.virtual.monotonic()
+        return self._mono0 + (time.monotonic() - self._real0)
+
+    async def sleep(self, seconds: float) -> None:
+        if self._anchor is None:
+            await self.virtual.sleep(seconds)
+        else:
+            await asyncio.sleep(max(0.0, seconds))
+
+    def advance_to(self, seconds_since_start: float) -> None:
+        delta = seconds_since_start - self.virtual.monotonic()
+        if delta > 0:
+            self.virtual.advance(delta)
+
+
 def _api_message(exc: BaseException) -> str:
     if isinstance(exc, emu_errors.ApiError):
         return exc.message
@@ -89,7 +139,7 @@ class Simulation:
 
     def __init__(self, scenario: Scenario, *, workdir: str | Path | None = None) -> None:
         self.scenario = scenario
-        self.clock = VirtualClock(scenario.start)
+        self.clock = SimClock(scenario.start)
         self.emu = Emulator(now=self.clock.now)
         self.workload = Workload(
             self.emu.store, scenario.workload, start=scenario.start, now=self.clock.now
@@ -282,10 +332,7 @@ class Simulation:
             await self.app.informers.wait_for_writes(writes, timeout=30.0)
 
     async def step(self, number: int, step: Step, seconds_since_start: float) -> StepResult:
-        target_mono = seconds_since_start
-        delta = target_mono - self.clock.monotonic()
-        if delta > 0:
-            self.clock.advance(delta)
+        self.clock.advance_to(seconds_since_start)
         where = f"steps[{step.index}]"
         if step.metrics is not None:
             self._set_metrics(step.metrics, f"{where}.metrics")
@@ -307,9 +354,15 @@ class Simulation:
         return result
 
     async def run(
-        self, on_step: Callable[[StepResult], Awaitable[None] | None] | None = None
+        self,
+        on_step: Callable[[StepResult], Awaitable[None] | None] | None = None,
+        *,
+        until: float | None = None,
     ) -> list[StepResult]:
+        """Run every step (or those up to `until` seconds of virtual time)."""
         for number, step, t in self.scenario.timeline():
+            if until is not None and t > until:
+                break
             result = await self.step(number, step, t)
             if on_step is not None:
                 maybe = on_step(result)
@@ -370,6 +423,15 @@ class Simulation:
         for part in rt.scale.spec_replicas.strip(".").split("."):
             cur = cur.get(part) if isinstance(cur, dict) else None
         return cur if isinstance(cur, int) and not isinstance(cur, bool) else None
+
+    async def serve(self, *, tick: float = 1.0) -> None:
+        """Keep everything running at real-time pace until cancelled (demo --serve):
+        the controller syncs on its own schedule, the workload keeps reacting."""
+        self.clock.go_real()
+        self.app.controller.start_scheduling()
+        while True:
+            self._react()
+            await asyncio.sleep(tick)
 
 
 async def run_scenario(

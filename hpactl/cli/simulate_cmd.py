@@ -1,0 +1,170 @@
+"""``hpactl simulate FILE``: run a scenario against the real controller, in seconds.
+
+Exit status: 0 after the last step; 2 when the scenario (or a command-line option)
+is wrong, with one line ``hpactl simulate: error: <where>: <what>`` on stderr; 1 when
+the run itself fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+PROG = "hpactl simulate"
+
+
+def quiet_logging(verbose: bool = False) -> None:
+    """Controller logs go to stderr, warnings only unless asked (stdout is the output)."""
+    import structlog
+
+    level = logging.INFO if verbose else logging.WARNING
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    logging.getLogger("hpactl").setLevel(level)
+
+
+def render_outputs(
+    sim_results: Any,
+    scenario: Any,
+    *,
+    output: str,
+    plot: str | None,
+    out: TextIO,
+    summary: bool = True,
+) -> None:
+    """Timeline (+ summary) to `out` unless jsonl was streamed; the plot if asked."""
+    from hpactl.simulate.output import summarize, write_summary, write_timeline
+    from hpactl.simulate.plot import write_plot
+
+    summary_buf = io.StringIO()
+    if sim_results:
+        write_summary(
+            summarize(sim_results, start=scenario.start, period=scenario.sync_period), summary_buf
+        )
+    if output == "timeline":
+        header = f"Scenario {scenario.name}"
+        if scenario.description:
+            header += f": {scenario.description.strip()}"
+        write_timeline(sim_results, out, start=scenario.start, header=header)
+        if summary:
+            out.write(summary_buf.getvalue())
+    if plot:
+        title = f"hpactl simulate: {scenario.name}"
+        write_plot(
+            plot,
+            sim_results,
+            start=scenario.start,
+            title=title,
+            description=scenario.description,
+            summary_text=summary_buf.getvalue(),
+        )
+
+
+async def simulate(
+    scenario: Any,
+    *,
+    output: str,
+    out: TextIO,
+    on_progress: Callable[[Any], None] | None = None,
+    until: float | None = None,
+) -> list[Any]:
+    from hpactl.simulate.output import jsonl_line
+    from hpactl.simulate.runner import Simulation
+
+    def on_step(r: Any) -> None:
+        if output == "jsonl":
+            out.write(jsonl_line(r) + "\n")
+            out.flush()
+        if on_progress is not None:
+            on_progress(r)
+
+    async with Simulation(scenario) as sim:
+        return await sim.run(on_step, until=until)
+
+
+def error(message: str, prog: str = PROG) -> int:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _broken_pipe() -> int:
+    # The reader went away (`| head`): not an error, and no traceback at exit.
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hpactl.simulate.plot import PlotError, check_plot_path
+    from hpactl.simulate.scenario import ScenarioError, load_scenario
+
+    if args.plot:
+        try:
+            check_plot_path(args.plot)
+        except PlotError as exc:
+            return error(str(exc))
+    try:
+        scenario = load_scenario(args.file)
+    except ScenarioError as exc:
+        return error(str(exc))
+    quiet_logging(args.verbose)
+    out = sys.stdout
+    results: list[Any] = []
+    try:
+        results = asyncio.run(simulate(scenario, output=args.output, out=out))
+    except ScenarioError as exc:
+        return error(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return _broken_pipe()
+    try:
+        render_outputs(results, scenario, output=args.output, plot=args.plot, out=out)
+    except BrokenPipeError:
+        return _broken_pipe()
+    if args.plot:
+        print(f"plot written to {Path(args.plot)}", file=sys.stderr)
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="run a scenario (cluster, metrics, timeline) against the real controller",
+        description=(
+            "Run the HPA controller against the built-in API emulator on a virtual "
+            "clock, following a scenario file (see docs/scenario-format.md)."
+        ),
+    )
+    parser.add_argument("file", metavar="FILE", help="scenario file (YAML or JSON)")
+    parser.add_argument(
+        "--output",
+        "-o",
+        choices=("timeline", "jsonl"),
+        default="timeline",
+        help="timeline (readable, default) or jsonl (one JSON object per step)",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw replicas and metrics over time: .svg, .html, or .png (needs matplotlib)",
+    )
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="show the controller's info logs on stderr"
+    )
+    parser.set_defaults(func=_run)
