@@ -244,48 +244,43 @@ class Emulator:
         return p
 
     def load_manifests(self, texts: Iterable[str]) -> int:
-        """Create or replace every object of YAML/JSON multi-document texts (Lists expanded)."""
+        """Create or replace every object of YAML/JSON multi-document texts (Lists
+        expanded). Metrics kinds (PodMetrics, MetricValue, ExternalMetricValue) go to
+        the metrics state; each call replaces the custom and external values given."""
         n = 0
+        custom: list[Obj] = []
+        external: list[Obj] = []
         for text in texts:
             for doc in yaml.safe_load_all(text):
                 for obj in _expand(doc):
-                    self.apply_object(obj)
+                    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+                    if group.endswith("metrics.k8s.io") and self.metrics is None:
+                        raise ValueError(f"metrics APIs not available for {obj.get('apiVersion')}")
+                    if group == "metrics.k8s.io":
+                        self.metrics.put_pod_metrics(obj)
+                    elif group == "custom.metrics.k8s.io":
+                        custom.append(obj)
+                    elif group == "external.metrics.k8s.io":
+                        external.append(obj)
+                    else:
+                        self.store.apply(obj)
                     n += 1
+        if custom:
+            self.metrics.set_custom(custom)
+        if external:
+            self.metrics.set_external(external)
         return n
 
     def apply_object(self, obj: Obj) -> Obj:
-        """store.apply, except that metrics kinds go to the metrics state."""
-        api_version = str(obj.get("apiVersion", ""))
-        group = api_version.rpartition("/")[0]
-        if group in ("metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"):
-            if self.metrics is None:
-                raise ValueError(f"metrics API not available for {api_version}")
-            self._apply_metrics(obj)
+        """store.apply, except that PodMetrics go to the metrics state (custom and
+        external values: use `emu.metrics.set_custom` / `set_external`)."""
+        group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+        if group == "metrics.k8s.io" and self.metrics is not None:
+            self.metrics.put_pod_metrics(obj)
             return obj
+        if group.endswith("metrics.k8s.io"):
+            raise ValueError(f"use emu.metrics to script {obj.get('apiVersion')} values")
         return self.store.apply(obj)
-
-    def _apply_metrics(self, obj: Obj) -> None:
-        kind = obj.get("kind")
-        m = self.metrics
-        if kind == "PodMetrics":
-            m.put_pod_metrics(obj)
-        elif kind in ("MetricValue", "MetricValueList") and hasattr(m, "put_custom"):
-            m.put_custom(obj)
-        elif kind in ("ExternalMetricValue", "ExternalMetricValueList") and hasattr(
-            m, "put_external"
-        ):
-            m.put_external(obj)
-        elif kind in ("MetricValue", "MetricValueList"):
-            m.set_custom([*_items(obj)])
-        elif kind in ("ExternalMetricValue", "ExternalMetricValueList"):
-            m.set_external([*_items(obj)])
-        else:
-            raise ValueError(f"unsupported metrics kind {kind!r}")
-
-
-def _items(obj: Obj) -> list[Obj]:
-    items = obj.get("items")
-    return list(items) if isinstance(items, list) else [obj]
 
 
 def _expand(doc: Any) -> list[Obj]:

@@ -320,6 +320,27 @@ def builtin_registry() -> Registry:
             external=True,
         )
     )
+    # Emulator-only writable kinds of hpactl.emulator.metrics_api (for kubectl apply).
+    add(
+        _rt(
+            "custom.metrics.k8s.io",
+            "v1beta2",
+            "MetricValue",
+            "metricvalues",
+            verbs=metrics_verbs,
+            external=True,
+        )
+    )
+    add(
+        _rt(
+            "external.metrics.k8s.io",
+            "v1beta1",
+            "ExternalMetricValue",
+            "externalmetricvalues",
+            verbs=metrics_verbs,
+            external=True,
+        )
+    )
     add(
         _rt(
             "external.metrics.k8s.io",

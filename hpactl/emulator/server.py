@@ -583,6 +583,13 @@ class ApiServer:
             raise errors.bad_request(
                 "specifying resource version is not allowed when using continue"
             )
+        faults = self.hooks.faults
+        if (
+            faults is not None
+            and rv_param not in ("", "0")
+            and _call_bool(faults, "force_gone", request.path)
+        ):
+            raise errors.gone("The resourceVersion for the provided list is too old.")
         current = self.store.rv
         start_after: tuple[str, str] | None = None
         if cont:
