@@ -1488,6 +1488,15 @@ async def _dispatch(state: MetricsState, group: str, request: web.Request) -> we
         if method != "GET":
             raise _method_not_allowed()
         return _json(state.resource_list(group))
+    if method == "GET" and request.query.get("watch") in ("1", "t", "T", "true", "TRUE", "True"):
+        # No metrics API implements watch (errors.NewMethodNotSupported).
+        resource = rest[2] if rest[0] == "namespaces" and len(rest) > 2 else rest[0]
+        raise _ApiError(
+            405,
+            "MethodNotAllowed",
+            f'watch is not supported on resources of kind "{resource}.{group}"',
+            {"group": group, "kind": resource},
+        )
     if group == METRICS_GROUP:
         return await _dispatch_resource_metrics(state, request, rest)
     if group == CUSTOM_GROUP:

@@ -1026,3 +1026,11 @@ async def test_generated_names_and_duplicates(served: Served) -> None:
     served.state.set_custom([same, {**same, "value": "2"}])
     _, body = await served.call(f"{C}/namespaces/default/metricvalues")
     assert [i["metadata"]["name"] for i in body["items"]] == ["service-web-m", "service-web-m-2"]
+
+
+async def test_watch_is_not_supported(served: Served) -> None:
+    status, body = await served.call(f"{M}/namespaces/default/pods", query={"watch": "true"})
+    assert (status, body["reason"]) == (405, "MethodNotAllowed")
+    assert body["message"] == 'watch is not supported on resources of kind "pods.metrics.k8s.io"'
+    status, _ = await served.call(f"{M}/namespaces/default/pods", query={"watch": "false"})
+    assert status == 200
