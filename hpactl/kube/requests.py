@@ -35,7 +35,13 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpactl.kube.errors import ApiError, Gone, error_from_response, error_from_status
+from hpactl.kube.errors import (
+    ApiError,
+    Gone,
+    TransportError,
+    error_from_response,
+    error_from_status,
+)
 from hpactl.kube.session import KubeSession, QueryParams, Response
 
 __all__ = [
@@ -242,7 +248,13 @@ async def watch_stream(
             line = line.strip()
             if not line:
                 continue
-            ev = json.loads(line)
+            try:
+                ev = json.loads(line)
+            except ValueError as exc:
+                # client-go's decoder error ends the watch; the reflector starts anew.
+                raise TransportError(f"unable to decode watch event: {exc}") from exc
+            if not isinstance(ev, dict):
+                raise TransportError("unable to decode watch event: not an object")
             if raise_errors and ev.get("type") == "ERROR":
                 obj = ev.get("object") or {}
                 raise error_from_status(obj, int(obj.get("code") or 0) or None)

@@ -181,6 +181,8 @@ class StreamResponse:
             return await self._resp.content.readline()
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise _transport_error(self.method, str(self._resp.url), exc) from exc
+        except ValueError as exc:  # aiohttp: "Line is too long"
+            raise TransportError(f"watch stream {self._resp.url}: {exc}") from exc
 
 
 def _transport_error(method: str, url: str, exc: BaseException) -> TransportError:
