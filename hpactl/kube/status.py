@@ -3,7 +3,9 @@
 ``await update_hpa_status(session, hpa, status, *, timeout=None) -> dict``
     PUT ``/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{name}/status``
     with the stored object (its ``metadata.resourceVersion`` included, so a stale
-    write fails) and ``status`` replaced. Returns the object the server stored (its
+    write fails) and ``status`` replaced. ``hpa`` is the raw object, or anything with
+    ``namespace``, ``name``, ``uid``, ``resource_version`` (the HPA model): then only
+    that identity and precondition are sent (the status strategy ignores the rest). Returns the object the server stored (its
     new resourceVersion is what StaleControllerConsistencyHPA waits for). A Conflict is
     raised as ``errors.Conflict``; the controller retries on its next sync, as upstream.
 
@@ -13,13 +15,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from hpactl.kube.paths import resource_path
 from hpactl.kube.requests import put_json
 from hpactl.kube.session import KubeSession
 
-__all__ = ["hpa_status_path", "update_hpa_status"]
+__all__ = ["HPAIdentity", "hpa_status_path", "update_hpa_status"]
 
 
 def hpa_status_path(namespace: str, name: str) -> str:
@@ -33,15 +35,38 @@ def hpa_status_path(namespace: str, name: str) -> str:
     )
 
 
+class HPAIdentity(Protocol):
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def resource_version(self) -> str: ...
+
+
+def _as_raw(hpa: Mapping[str, Any] | HPAIdentity) -> Mapping[str, Any]:
+    if isinstance(hpa, Mapping):
+        return hpa
+    meta: dict[str, Any] = {"name": hpa.name, "namespace": hpa.namespace}
+    if hpa.uid:
+        meta["uid"] = hpa.uid
+    if hpa.resource_version:
+        meta["resourceVersion"] = hpa.resource_version
+    return {"metadata": meta}
+
+
 async def update_hpa_status(
     session: KubeSession,
-    hpa: Mapping[str, Any],
+    hpa: Mapping[str, Any] | HPAIdentity,
     status: Mapping[str, Any],
     *,
     timeout: float | None = None,
 ) -> dict[str, Any]:
-    meta = hpa.get("metadata") or {}
-    body = dict(hpa)
+    raw = _as_raw(hpa)
+    meta = raw.get("metadata") or {}
+    body = dict(raw)
     body["apiVersion"] = "autoscaling/v2"
     body["kind"] = "HorizontalPodAutoscaler"
     body["status"] = dict(status)

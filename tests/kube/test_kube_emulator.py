@@ -289,3 +289,18 @@ async def test_bad_api_version_text(session: KubeSession) -> None:
     with pytest.raises(errors.KubeError) as ei:
         await get_scale(session, RestMapper(session), "default", "a/b/c", "Deployment", "web")
     assert str(ei.value) == "unexpected GroupVersion string: a/b/c"
+
+
+async def test_status_write_from_model_identity(emulator: Emulator, session: KubeSession) -> None:
+    from hpactl.model.hpa import hpa_from_raw
+
+    emulator.store.create(hpa())
+    path = resource_path(
+        "autoscaling", "v2", "horizontalpodautoscalers", namespace="default", name="web"
+    )
+    model = hpa_from_raw(await get_json(session, path))
+    written = await update_hpa_status(session, model, {"currentReplicas": 2, "desiredReplicas": 2})
+    assert written["status"]["desiredReplicas"] == 2
+    assert written["spec"]["maxReplicas"] == 10  # the spec is untouched
+    with pytest.raises(errors.Conflict):
+        await update_hpa_status(session, model, {"currentReplicas": 2, "desiredReplicas": 3})
