@@ -279,3 +279,78 @@ async def test_core_config_follows_flags_and_gates() -> None:
     gates = FeatureGates.from_map({"HPAScaleToZero": False})
     cc = core_config(replace(cfg, feature_gates=gates))
     assert not cc.scale_to_zero
+
+
+async def test_malformed_hpa_gets_a_warning_and_others_still_sync(env: Env) -> None:
+    names = workload(env.emu, "web", 2, T0)
+    env.set_cpu(names, "200m")
+    bad = hpa("bad", "web")
+    bad["spec"]["metrics"] = [{"type": "Resource"}]
+    env.emu.store.create(bad)
+    env.emu.store.create(hpa("web", "web", max_replicas=4))
+    recs = {r.key: r for r in await env.step()}
+    assert recs["default/bad"].skipped == "invalid"
+    assert recs["default/web"].rescaled and env.replicas() == 4
+    (ev,) = events(env.emu, reason="InvalidHPA")
+    assert ev["type"] == "Warning"
+    assert ev["message"] == (
+        "invalid HorizontalPodAutoscaler: spec.metrics[0].resource: required for type 'Resource'"
+    )
+    await env.step(15)  # reported once per distinct problem, not every sync
+    assert events(env.emu, reason="InvalidHPA")[0]["count"] == 1
+
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "workers.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "workers", "singular": "worker", "kind": "Worker"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object"}},
+                "subresources": {
+                    "status": {},
+                    "scale": {
+                        "specReplicasPath": ".spec.replicas",
+                        "statusReplicasPath": ".status.replicas",
+                        "labelSelectorPath": ".status.selector",
+                    },
+                },
+            }
+        ],
+    },
+}
+
+
+async def test_custom_resource_is_scaled_through_its_scale_subresource(env: Env) -> None:
+    env.emu.store.create(CRD)
+    env.emu.store.create(
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Worker",
+            "metadata": {"name": "w", "namespace": "default"},
+            "spec": {"replicas": 2},
+            "status": {"replicas": 2, "selector": "app=w"},
+        }
+    )
+    names = [env.emu.store.create(pod("w", i, T0))["metadata"]["name"] for i in range(2)]
+    env.set_cpu(names, "200m")
+    env.emu.store.create(hpa("w", "w", max_replicas=4, kind="Worker", api_version="example.com/v1"))
+    (rec,) = await env.step()
+    assert (rec.current, rec.desired, rec.rescaled) == (2, 4, True), rec.errors
+    worker = env.emu.store.get("example.com", "workers", "default", "w")
+    assert worker is not None and worker["spec"]["replicas"] == 4
+
+
+async def test_unknown_kind_reports_no_mapping(env: Env) -> None:
+    env.emu.store.create(hpa("x", "x", kind="Gadget", api_version="example.com/v1"))
+    (rec,) = await env.step()
+    assert rec.current is None
+    (ev,) = events(env.emu, reason="FailedGetScale")
+    assert ev["message"] == 'no matches for kind "Gadget" in group "example.com"'

@@ -1,0 +1,179 @@
+"""The controller under API faults: a hanging metrics call, write conflicts, and the
+informer-driven scheduling (generation wake-ups, stale caches)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from hpactl.clock import VirtualClock
+from hpactl.config import ClientConnectionConfig, ControllerConfig
+from hpactl.controller.app import ControllerApp
+from hpactl.emulator.emulator import Emulator
+from hpactl.emulator.faults import FaultInjector, FaultRule
+from hpactl.model.featuregates import FeatureGates
+
+from .builders import events, hpa, pod_metrics, workload
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Rig:
+    def __init__(self, emu: Emulator, app: ControllerApp, clock: VirtualClock) -> None:
+        self.emu, self.app, self.clock = emu, app, clock
+
+    async def settle(self) -> None:
+        await self.app.wait_for_rv(self.emu.store.current_resource_version(), timeout=10)
+
+    def replicas(self, name: str, ns: str = "default") -> int:
+        obj = self.emu.store.get("apps", "deployments", ns, name)
+        assert obj is not None
+        return int(obj["spec"]["replicas"])
+
+
+@pytest.fixture
+async def hang() -> AsyncIterator[asyncio.Event]:
+    released = asyncio.Event()
+    yield released
+    released.set()
+
+
+async def _rig(
+    faults: FaultInjector, gates: dict[str, bool] | None = None, call_timeout: float = 10.0
+) -> tuple[Emulator, ControllerApp, VirtualClock]:
+    clock = VirtualClock(T0)
+    emu = Emulator(now=clock.now, bookmark_interval=0.05, faults=faults)
+    await emu.start()
+    config = ControllerConfig(client=ClientConnectionConfig(master=emu.url))
+    if gates:
+        config = replace(config, feature_gates=FeatureGates.from_map(gates))
+    app = ControllerApp(config, clock=clock, env={}, call_timeout=call_timeout)
+    await app.__aenter__()
+    return emu, app, clock
+
+
+@pytest.fixture
+async def rig_factory() -> AsyncIterator[Any]:
+    made: list[tuple[Emulator, ControllerApp]] = []
+
+    async def make(faults: FaultInjector, **kw: Any) -> Rig:
+        emu, app, clock = await _rig(faults, **kw)
+        made.append((emu, app))
+        return Rig(emu, app, clock)
+
+    yield make
+    for emu, app in made:
+        await app.close()
+        await emu.stop()
+
+
+async def test_a_hanging_metrics_call_does_not_delay_other_hpas(
+    rig_factory: Any, hang: asyncio.Event
+) -> None:
+    async def stuck(_seconds: float) -> None:
+        await hang.wait()
+
+    faults = FaultInjector(sleep=stuck)
+    faults.add(FaultRule.slow(1.0, path="/apis/metrics.k8s.io/v1beta1/namespaces/slow/*"))
+    rig: Rig = await rig_factory(faults, call_timeout=1.0)
+    rig.emu.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "slow"}})
+    fast = workload(rig.emu, "web", 2, T0)
+    slow = workload(rig.emu, "web", 2, T0, ns="slow")
+    rig.emu.metrics.set_pod_metrics(
+        pod_metrics(fast, "200m", T0) + pod_metrics(slow, "200m", T0, ns="slow")
+    )
+    rig.emu.store.create(hpa("web", "web", max_replicas=4))
+    rig.emu.store.create(hpa("web", "web", max_replicas=4, ns="slow"))
+    await rig.settle()
+    ctl = rig.app.controller
+    slow_task = asyncio.create_task(ctl.sync_one("slow/web"))
+    fast_task = asyncio.create_task(ctl.sync_one("default/web"))
+    done, _ = await asyncio.wait({slow_task, fast_task}, return_when=asyncio.FIRST_COMPLETED)
+    assert done == {fast_task}
+    assert fast_task.result() is not None and fast_task.result().rescaled
+    assert rig.replicas("web") == 4
+    # The stuck call is abandoned at its timeout; the sync ends with a metrics error.
+    rec = await slow_task
+    assert rec is not None and not rec.rescaled
+    assert "context deadline exceeded" in rec.errors[0]
+    assert rig.replicas("web", "slow") == 2
+
+
+async def test_scale_update_is_retried_on_conflict(rig_factory: Any) -> None:
+    faults = FaultInjector()
+    rule = faults.add(
+        FaultRule.error(
+            409,
+            path="/apis/apps/v1/namespaces/default/deployments/web/scale",
+            verbs=frozenset({"PUT"}),
+            count=1,
+        )
+    )
+    rig: Rig = await rig_factory(faults)
+    names = workload(rig.emu, "web", 2, T0)
+    rig.emu.metrics.set_pod_metrics(pod_metrics(names, "200m", T0))
+    rig.emu.store.create(hpa("web", "web", max_replicas=4))
+    await rig.settle()
+    (rec,) = await rig.app.controller.sync_all()
+    assert faults.hits(rule) == 1
+    assert rec.rescaled and rig.replicas("web") == 4
+    assert not events(rig.emu, reason="FailedRescale")
+
+
+async def test_failed_status_write_is_reported_as_an_event(rig_factory: Any) -> None:
+    faults = FaultInjector()
+    faults.add(
+        FaultRule.error(
+            500,
+            path="/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web/status",
+            verbs=frozenset({"PUT"}),
+            message="etcd is sad",
+        )
+    )
+    rig: Rig = await rig_factory(faults)
+    names = workload(rig.emu, "web", 2, T0)
+    rig.emu.metrics.set_pod_metrics(pod_metrics(names, "50m", T0))
+    rig.emu.store.create(hpa("web", "web"))
+    await rig.settle()
+    (rec,) = await rig.app.controller.sync_all()
+    assert not rec.status_written
+    assert rec.errors[-1] == "failed to update status for web: etcd is sad"
+    (ev,) = events(rig.emu, reason="FailedUpdateStatus")
+    assert (ev["type"], ev["message"]) == ("Warning", "etcd is sad")
+
+
+async def test_spec_change_wakes_the_hpa_only_under_hpa_generation(rig_factory: Any) -> None:
+    for gate, expect_wake in ((True, True), (False, False)):
+        rig: Rig = await rig_factory(FaultInjector(), gates={"HPAGeneration": gate})
+        names = workload(rig.emu, "web", 2, T0)
+        rig.emu.metrics.set_pod_metrics(pod_metrics(names, "50m", T0))
+        rig.emu.store.create(hpa("web", "web"))
+        await rig.settle()
+        ctl = rig.app.controller
+        synced: list[str] = []
+        ctl.on_record = lambda r: synced.append(r.key)
+        ctl.start_scheduling()
+        # First tick: the initial key is spread within one period on the virtual clock.
+        for _ in range(200):
+            if synced:
+                break
+            rig.clock.advance(1)
+            await asyncio.sleep(0.01)
+        assert synced == ["default/web"]
+        # A status-only write never wakes it; a spec change does, with the gate.
+        obj = rig.emu.store.get("autoscaling", "horizontalpodautoscalers", "default", "web")
+        assert obj is not None
+        obj["spec"]["maxReplicas"] = 7
+        rig.emu.store.apply(obj)
+        await rig.settle()
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if len(synced) > 1:
+                break
+        assert (len(synced) > 1) is expect_wake
+        await ctl.stop_scheduling()
