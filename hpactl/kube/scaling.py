@@ -9,11 +9,14 @@
     ``ScaleResult(scale: ScaleView, mapping: RestMapping)``.
 
 ``await update_scale(session, mapping, namespace, name, replicas, *, current=None,
-backoff=DEFAULT_RETRY, sleep=asyncio.sleep, timeout=None) -> ScaleView``
+resource_version=None, backoff=DEFAULT_RETRY, sleep=asyncio.sleep, timeout=None)
+-> ScaleView``
     PUT ``.../scale`` with ``spec.replicas``; on Conflict re-GET the scale, set the
     replicas again and PUT (client-go ``retry.RetryOnConflict(retry.DefaultRetry, ...)``:
     5 steps, 10 ms, factor 1, jitter 0.1). ``current`` (the scale read at the start
-    of the sync) is used for the first attempt, as upstream does. The last Conflict
+    of the sync) is used for the first attempt, as upstream does; or give just its
+    ``resource_version`` (e.g. of the cached workload: the scale subresource shares
+    the object's resourceVersion); with neither, the scale is read first. The last Conflict
     is raised when the steps run out.
 
 ``ScaleView(namespace, name, spec_replicas, status_replicas, selector,
@@ -171,6 +174,7 @@ async def update_scale(
     replicas: int,
     *,
     current: ScaleView | None = None,
+    resource_version: str | None = None,
     backoff: Backoff = DEFAULT_RETRY,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     timeout: float | None = None,
@@ -178,7 +182,7 @@ async def update_scale(
     path = scale_path(mapping, namespace, name)
     delays = backoff.delays()
     attempt = 0
-    rv = current.resource_version if current is not None else None
+    rv = current.resource_version if current is not None else resource_version
     while True:
         if rv is None:
             rv = scale_view_from_raw(
