@@ -156,7 +156,11 @@ async def test_spec_change_wakes_the_hpa_only_under_hpa_generation(rig_factory: 
         await rig.settle()
         ctl = rig.app.controller
         synced: list[str] = []
-        ctl.on_record = lambda r: synced.append(r.key)
+
+        def seen(r: Any, out: list[str] = synced) -> None:
+            out.append(r.key)
+
+        ctl.on_record = seen
         ctl.start_scheduling()
         # First tick: the initial key is spread within one period on the virtual clock.
         for _ in range(200):
