@@ -134,6 +134,14 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
         _crd_status(obj)
         return
     if rt.plural == "namespaces" and not rt.group:
+        # The NamespaceLifecycle defaulting every real namespace gets.
+        meta = obj.setdefault("metadata", {})
+        name = meta.get("name")
+        if name:
+            labels = meta.get("labels")
+            if not isinstance(labels, dict):
+                labels = meta["labels"] = {}
+            labels["kubernetes.io/metadata.name"] = name
         obj.setdefault("spec", {"finalizers": ["kubernetes"]})
         obj.setdefault("status", {"phase": "Active"})
         return
