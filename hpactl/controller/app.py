@@ -6,6 +6,8 @@ out and counted in ``app.metrics``), creates the shared informers (HPAs, Pods, a
 Deployments / ReplicaSets / StatefulSets / ReplicationControllers), the REST mapper,
 scale, status and event writers, the shared metrics fetcher, and the
 :class:`~hpactl.controller.horizontal.HorizontalController` (``app.controller``),
+(``hpactl.kube`` restmapper, scaling, status and the aggregating ``EventRecorder``,
+whose writer runs as a background task), the ``hpactl.metrics`` shared fetcher, and
 registers its informer handlers, starts the informers and (by default) waits for
 their first list. Nothing is synced until someone asks:
 
@@ -23,7 +25,10 @@ their first list. Nothing is synced until someone asks:
   ``clock`` drives every decision timestamp (``now``), the metrics-sharing window
   and the controller's schedule; the informers always run on a real clock (their
   backoff and timeouts are network time). ``sync_all`` empties the metrics cache
-  first, so each step asks the metrics APIs afresh.
+  first, so each step asks the metrics APIs afresh, and returns once the step's
+  events are written. ``wait_for_rv`` waits on every informer, so an informer whose
+  resource did not change moves forward only through watch bookmarks: run the
+  emulator with a short ``bookmark_interval`` (e.g. 0.05 s) when stepping.
 
 Keyword arguments: ``env`` (the ``OTEL_*`` variables; tracing is set up only when
 ``tracer`` is not given — ``{}`` turns it off), ``metrics`` (a ``ControllerMetrics``
@@ -34,6 +39,8 @@ to fill; one is made otherwise), ``tracer``, ``wait_for_sync`` (default True),
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Self
@@ -45,12 +52,14 @@ from hpactl.cache.factory import SharedInformers
 from hpactl.cache.projections import WORKLOAD_KINDS
 from hpactl.clock import Clock, RealClock
 from hpactl.config import ControllerConfig
-from hpactl.controller.adapters import EventRecorder, RestMapper, ScaleClient, StatusWriter
 from hpactl.controller.gather import Gatherer
 from hpactl.controller.horizontal import HorizontalController
-from hpactl.controller.metrics_source import RestMetricsSource, SharedMetricsFetcher
 from hpactl.core.decide import CoreConfig
+from hpactl.kube.events import EventRecorder
+from hpactl.kube.restmapper import RestMapper
 from hpactl.kube.session import KubeSession
+from hpactl.metrics.client import RestMetricsClient
+from hpactl.metrics.shared import SharedMetricsFetcher
 from hpactl.model import featuregates as fg
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.tracing import Tracing, setup_tracing
@@ -106,6 +115,8 @@ class ControllerApp:
         self._informers: SharedInformers | None = None
         self._controller: HorizontalController | None = None
         self.fetcher: SharedMetricsFetcher | None = None
+        self.recorder: EventRecorder | None = None
+        self._recorder_task: asyncio.Task[None] | None = None
 
     # -- accessors --------------------------------------------------------------------
 
@@ -161,21 +172,24 @@ class ControllerApp:
         hpas = informers.hpa_lister()
         pods = informers.pod_lister()
         workloads = informers.workload_lister(tuple(WORKLOAD_KINDS))
-        mapper = RestMapper(session, self.clock, timeout=self.call_timeout)
-        scales = ScaleClient(session, timeout=self.call_timeout)
+        mapper = RestMapper(session, monotonic=self.clock.monotonic, timeout=self.call_timeout)
 
-        async def plural(group: str, kind: str) -> str:
-            return (await mapper.mappings(group, kind))[0].resource
+        def pod_labels(namespace: str, name: str) -> Mapping[str, str] | None:
+            p = pods.get(namespace, name)
+            return None if p is None else p.labels
 
-        source = RestMetricsSource(session, timeout=self.call_timeout, resource_for_kind=plural)
+        client = RestMetricsClient(session, mapper=mapper, timeout=self.call_timeout)
         self.fetcher = SharedMetricsFetcher(
-            source, self.clock, window=min(5.0, period), timeout=self.call_timeout
+            client, clock=self.clock, period=period, pod_labels=pod_labels
         )
+        recorder = EventRecorder(session, clock=self.clock, timeout=self.call_timeout)
+        self.recorder = recorder
+        self._recorder_task = asyncio.create_task(recorder.run(), name="event-recorder")
         gatherer = Gatherer(
+            session=session,
             pods=pods,
             workloads=workloads,
             mapper=mapper,
-            scales=scales,
             metrics=self.fetcher,
             tracer=tracer,
             call_timeout=self.call_timeout,
@@ -184,9 +198,8 @@ class ControllerApp:
         controller = HorizontalController(
             hpas=hpas,
             gatherer=gatherer,
-            scales=scales,
-            status=StatusWriter(session, timeout=self.call_timeout),
-            events=EventRecorder(session, self.clock, timeout=self.call_timeout),
+            session=session,
+            recorder=recorder,
             clock=self.clock,
             config=core_config(cfg),
             sync_period=period,
@@ -218,6 +231,15 @@ class ControllerApp:
             await self._controller.stop_scheduling()
         if self._informers is not None:
             await self._informers.stop()
+        if self._recorder_task is not None and self.recorder is not None:
+            # Write what is queued (bounded), then stop the writer.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.call_timeout):
+                    await self.recorder.flush()
+            self._recorder_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._recorder_task
+            self._recorder_task = None
         if self.session is not None:
             await self.session.close()
             self.session = None

@@ -8,8 +8,8 @@
 * Pods: the namespace's pods matching the scale's selector, from the pod cache
   (the core re-checks the selector; filtering here only saves work).
 * Metrics: one fetch per ``spec.metrics`` entry (``metrics_to_fetch``), concurrently,
-  through the shared fetcher, each in its own span and bounded by a timeout. Per-pod
-  answers are narrowed to the names of the pods the selector matches in the cache.
+  through ``hpactl.metrics.SharedMetricsFetcher`` (one request per namespace and
+  period), each in its own span and bounded by a timeout.
 """
 
 from __future__ import annotations
@@ -18,30 +18,31 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from opentelemetry import trace
 
 from hpactl.cache.listers import PodLister, WorkloadLister
 from hpactl.cache.projections import WORKLOAD_KINDS
-from hpactl.controller.adapters import (
-    MappingError,
-    RestMapper,
-    RestMapping,
-    ScaleClient,
-    parse_group_version,
-)
-from hpactl.controller.metrics_source import MetricsSource
 from hpactl.core.decide import MetricRequest, ScaleView
 from hpactl.core.metrics_eval import MetricInput
 from hpactl.kube.errors import KubeError
+from hpactl.kube.restmapper import RestMapper, RestMapping, split_api_version
+from hpactl.kube.scaling import get_scale
+from hpactl.kube.session import KubeSession
 from hpactl.model.hpa import HPA
 from hpactl.model.metrics import MetricFetchError
 from hpactl.model.pod import PodView
 from hpactl.model.selectors import Selector, parse_selector
 from hpactl.obs.tracing import SPAN_METRIC, SPAN_SCALE_GET
 
-__all__ = ["FetchedMetric", "Gatherer", "ScaleRead"]
+__all__ = ["FetchedMetric", "Gatherer", "MetricsSource", "ScaleRead"]
+
+
+class MetricsSource(Protocol):
+    """What ``hpactl.metrics`` offers: one ``spec.metrics`` entry's fetch."""
+
+    async def fetch(self, req: MetricRequest, selector: Selector) -> MetricInput: ...
 
 
 @dataclass(slots=True)
@@ -51,8 +52,9 @@ class ScaleRead:
     scale: ScaleView | None
     error: str = ""
     mapping: RestMapping | None = None
-    raw: dict[str, Any] | None = None  # the live Scale object (None when cached)
-    resource_version: str = ""  # of the cached object (precondition for the write)
+    # resourceVersion of the Scale read (live) or of the cached object: the
+    # precondition of the first write attempt, as upstream writes back what it read.
+    resource_version: str = ""
     cached: bool = False
 
 
@@ -73,18 +75,18 @@ class Gatherer:
     def __init__(
         self,
         *,
+        session: KubeSession,
         pods: PodLister,
         workloads: WorkloadLister | None,
         mapper: RestMapper,
-        scales: ScaleClient,
         metrics: MetricsSource,
         tracer: trace.Tracer,
         call_timeout: float,
     ) -> None:
+        self._s = session
         self._pods = pods
         self._workloads = workloads
         self._mapper = mapper
-        self._scales = scales
         self._metrics = metrics
         self._tracer = tracer
         self._timeout = call_timeout
@@ -105,12 +107,12 @@ class Gatherer:
     async def _scale(self, hpa: HPA) -> ScaleRead:
         ref = hpa.spec.scale_target_ref
         try:
-            group, _version = parse_group_version(ref.api_version)
+            group, _version = split_api_version(ref.api_version)
         except ValueError as exc:
             return ScaleRead(None, str(exc))
         wk = WORKLOAD_KINDS.get(ref.kind)
         if wk is not None and wk.group == group and self._workloads is not None:
-            mapping = RestMapping(wk.group, wk.version, wk.resource)
+            mapping = RestMapping(wk.group, wk.version, wk.kind, wk.resource, True, True)
             ws = self._workloads.get(ref.kind, hpa.namespace, ref.name)
             if ws is None:
                 return ScaleRead(None, _not_found(wk.group, wk.resource, ref.name), mapping)
@@ -120,13 +122,22 @@ class Gatherer:
             )
         try:
             async with asyncio.timeout(self._timeout * 2):
-                mappings = await self._mapper.mappings(group, ref.kind)
-                view, mapping, raw = await self._scales.get_any(mappings, hpa.namespace, ref.name)
-        except (MappingError, KubeError) as exc:
+                res = await get_scale(
+                    self._s,
+                    self._mapper,
+                    hpa.namespace,
+                    ref.api_version,
+                    ref.kind,
+                    ref.name,
+                    timeout=self._timeout,
+                )
+        except KubeError as exc:
             return ScaleRead(None, str(exc))
         except TimeoutError:
             return ScaleRead(None, "context deadline exceeded")
-        return ScaleRead(view, mapping=mapping, raw=raw)
+        sc = res.scale
+        view = ScaleView(sc.spec_replicas, sc.status_replicas, sc.selector)
+        return ScaleRead(view, mapping=res.mapping, resource_version=sc.resource_version)
 
     def pods(self, namespace: str, selector_text: str) -> Sequence[PodView]:
         if not selector_text:
@@ -138,19 +149,16 @@ class Gatherer:
         return self._pods.list(namespace, sel)
 
     async def metrics(
-        self, requests: Sequence[MetricRequest], selector_text: str, pods: Sequence[PodView]
+        self, requests: Sequence[MetricRequest], selector_text: str
     ) -> list[FetchedMetric]:
-        """Fetch every request concurrently; ``pods`` are the selector's pods (cache)."""
+        """Fetch every request concurrently."""
         try:
             selector = parse_selector(selector_text)
         except ValueError:
             selector = Selector.nothing()
-        names = frozenset(p.name for p in pods)
-        return list(await asyncio.gather(*(self._one(r, selector, names) for r in requests)))
+        return list(await asyncio.gather(*(self._one(r, selector) for r in requests)))
 
-    async def _one(
-        self, req: MetricRequest, selector: Selector, pod_names: frozenset[str]
-    ) -> FetchedMetric:
+    async def _one(self, req: MetricRequest, selector: Selector) -> FetchedMetric:
         if req.kind == "none":
             return FetchedMetric(req, None, 0.0)
         started = time.perf_counter()
@@ -163,7 +171,7 @@ class Gatherer:
                 span.set_attribute("hpactl.metric.resource", req.resource)
             try:
                 async with asyncio.timeout(self._timeout):
-                    value = await self._metrics.fetch(req, selector, pod_names)
+                    value = await self._metrics.fetch(req, selector)
             except TimeoutError:
                 value = MetricFetchError(_deadline_text(req))
             err = value.message if isinstance(value, MetricFetchError) else None

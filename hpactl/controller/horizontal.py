@@ -22,10 +22,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 from opentelemetry import trace
@@ -33,7 +34,6 @@ from opentelemetry import trace
 from hpactl.cache.listers import HPALister
 from hpactl.cache.store import ProjectionError
 from hpactl.clock import Clock
-from hpactl.controller.adapters import EventTarget, InvolvedObject
 from hpactl.controller.gather import FetchedMetric, Gatherer, ScaleRead
 from hpactl.controller.scheduling import SyncSupervisor
 from hpactl.controller.selector_store import SelectorStore
@@ -51,6 +51,10 @@ from hpactl.core.decide import (
 from hpactl.core.history import History
 from hpactl.core.metrics_eval import WARNING, Event
 from hpactl.kube.errors import KubeError
+from hpactl.kube.events import EventRecorder, Involved, ObjectRef
+from hpactl.kube.scaling import update_scale
+from hpactl.kube.session import KubeSession
+from hpactl.kube.status import update_hpa_status
 from hpactl.model.hpa import HPA
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.tracing import SPAN_SCALE_UPDATE, SPAN_STATUS_UPDATE, SPAN_SYNC
@@ -66,29 +70,6 @@ TARGET_ATTRIBUTES = {
     "StatefulSet": "k8s.statefulset.name",
     "ReplicationController": "k8s.replicationcontroller.name",
 }
-
-
-class ScaleWriter(Protocol):
-    async def update(
-        self,
-        m: Any,
-        namespace: str,
-        name: str,
-        replicas: int,
-        *,
-        current: dict[str, Any] | None = None,
-        resource_version: str = "",
-    ) -> None: ...
-
-
-class StatusUpdater(Protocol):
-    async def update(self, hpa: HPA, status_raw: dict[str, Any]) -> str: ...
-
-
-class EventSink(Protocol):
-    async def record(self, hpa: EventTarget, type_: str, reason: str, message: str) -> None: ...
-
-    def forget(self, namespace: str, name: str) -> None: ...
 
 
 class PeriodicFetcher(Protocol):
@@ -134,9 +115,8 @@ class HorizontalController:
         *,
         hpas: HPALister,
         gatherer: Gatherer,
-        scales: ScaleWriter,
-        status: StatusUpdater,
-        events: EventSink,
+        session: KubeSession,
+        recorder: EventRecorder,
         clock: Clock,
         config: CoreConfig,
         sync_period: float,
@@ -150,9 +130,8 @@ class HorizontalController:
     ) -> None:
         self.hpas = hpas
         self.gatherer = gatherer
-        self._scales = scales
-        self._status = status
-        self._events = events
+        self._session = session
+        self.recorder = recorder
         self.clock = clock
         self.config = config
         self.sync_period = sync_period
@@ -209,7 +188,6 @@ class HorizontalController:
         self._written_rv.pop(key, None)
         self._invalid_reported.pop(key, None)
         ns, name = _split(key)
-        self._events.forget(ns, name)
         if self.metrics is not None:
             self.metrics.forget_hpa(ns, name)
 
@@ -261,6 +239,10 @@ class HorizontalController:
                 return await self.sync_one(key)
 
         results = await asyncio.gather(*(one(k) for k in keys))
+        # Events are written in the background; a step ends once they are stored.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.call_timeout * 3):
+                await self.recorder.flush()
         return [r for r in results if r is not None]
 
     async def sync_one(self, key: str) -> SyncRecord | None:
@@ -326,8 +308,14 @@ class HorizontalController:
             self._invalid_reported[key] = msg
             log.warning("hpa.invalid", hpa=key, error=bad.message)
             ns, name = _split(key)
-            stub = InvolvedObject(ns, name, "", bad.resource_version)
-            await self._emit(stub, (Event(WARNING, "InvalidHPA", msg),))
+            ref = ObjectRef(
+                "HorizontalPodAutoscaler",
+                ns,
+                name,
+                api_version="autoscaling/v2",
+                resource_version=bad.resource_version,
+            )
+            self._emit(ref, (Event(WARNING, "InvalidHPA", msg),))
         return SyncRecord(key, None, None, False, "InvalidHPA", None, (msg,), skipped="invalid")
 
     async def _reconcile(self, hpa: HPA, span: trace.Span) -> SyncRecord:
@@ -350,7 +338,7 @@ class HorizontalController:
         fetched: list[FetchedMetric] = []
         if needs_metrics(inputs):
             assert read.scale is not None
-            fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector, pods)
+            fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector)
             inputs = replace(inputs, metrics=tuple(f.value for f in fetched))
         plan = decide(inputs)
         if plan.selector is not None:
@@ -373,7 +361,7 @@ class HorizontalController:
             else:
                 events.append(Event(WARNING, "FailedUpdateStatus", err))
                 errors.append(f"failed to update status for {hpa.name}: {err}")
-        await self._emit(hpa, events)
+        self._emit(hpa, events)
 
         self._observe_metrics(hpa, fetched, outcome)
         expl = outcome.explanation
@@ -418,14 +406,16 @@ class HorizontalController:
             span.set_attribute("hpactl.target.kind", ref.kind)
             span.set_attribute("hpactl.target.name", ref.name)
             try:
+                assert read.mapping is not None
                 async with asyncio.timeout(self.call_timeout * 3):
-                    await self._scales.update(
+                    await update_scale(
+                        self._session,
                         read.mapping,
                         hpa.namespace,
                         ref.name,
                         desired,
-                        current=read.raw,
                         resource_version=read.resource_version,
+                        timeout=self.call_timeout,
                     )
             except KubeError as exc:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
@@ -439,27 +429,25 @@ class HorizontalController:
         with self.tracer.start_as_current_span(SPAN_STATUS_UPDATE) as span:
             try:
                 async with asyncio.timeout(self.call_timeout):
-                    rv = await self._status.update(hpa, outcome.status_raw)
+                    stored = await update_hpa_status(
+                        self._session, hpa, outcome.status_raw, timeout=self.call_timeout
+                    )
             except KubeError as exc:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
                 return str(exc)
             except TimeoutError:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, "timeout"))
                 return "context deadline exceeded"
-            parsed = _int_rv(rv)
+            parsed = _int_rv(str((stored.get("metadata") or {}).get("resourceVersion") or ""))
             if parsed is not None:
                 self._written_rv[hpa.key] = parsed
             return None
 
-    async def _emit(self, hpa: EventTarget, events: Sequence[Event]) -> None:
+    def _emit(self, obj: Involved, events: Sequence[Event]) -> None:
+        # Queued: the recorder writes (and aggregates) in the background, as
+        # client-go's broadcaster does; a full queue drops, never blocks a sync.
         for ev in events:
-            try:
-                async with asyncio.timeout(self.call_timeout):
-                    await self._events.record(hpa, ev.type, ev.reason, ev.message)
-            except (KubeError, TimeoutError) as exc:
-                # client-go drops events it cannot write; so do we, loudly.
-                key = f"{hpa.namespace}/{hpa.name}"
-                log.warning("event.dropped", hpa=key, reason=ev.reason, error=str(exc))
+            self.recorder.emit(obj, ev)
 
     def _observe_metrics(self, hpa: HPA, fetched: list[FetchedMetric], outcome: Outcome) -> None:
         m = self.metrics

@@ -21,15 +21,13 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
-import uuid
 
 import structlog
 
 from hpactl.clock import RealClock
 from hpactl.config import ControllerConfig
 from hpactl.controller.app import ControllerApp
-from hpactl.controller.leader import LeaseElector
+from hpactl.kube.leader import LeaderElector, default_identity
 from hpactl.obs.logging import configure_logging
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.server import ObservabilityServer, Readiness
@@ -46,11 +44,6 @@ def run_controller(config: ControllerConfig) -> int:
     """Run until SIGTERM/SIGINT; the process exit code."""
     configure_logging(config.log_format, config.verbosity)
     return asyncio.run(_main(config))
-
-
-def _identity() -> str:
-    # client-go convention: hostname + "_" + a random UUID.
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 async def _main(config: ControllerConfig) -> int:
@@ -109,15 +102,17 @@ async def _serve(
         return 0
     controller = app.controller
     le = config.leader_election
-    elector: LeaseElector | None = None
+    elector: LeaderElector | None = None
     elector_task: asyncio.Task[None] | None = None
     pending_stops: set[asyncio.Task[None]] = set()
+
+    identity = default_identity()
 
     def started() -> None:
         metrics.leader.set(1)
         state["leader"] = "leader"
         controller.start_scheduling()
-        log.info("hpactl.leading")
+        log.info("hpactl.leading", identity=identity)
 
     def stopped() -> None:
         metrics.leader.set(0)
@@ -126,23 +121,38 @@ async def _serve(
         t = asyncio.ensure_future(controller.stop_scheduling(None))
         pending_stops.add(t)
         t.add_done_callback(pending_stops.discard)
-        log.warning("hpactl.stopped_leading")
+        log.warning("hpactl.stopped_leading", identity=identity)
+
+    def new_leader(who: str) -> None:
+        if who != identity:
+            state["leader"] = "standby"
+            log.info("hpactl.standby", leader=who)
+
+    async def elect(elector: LeaderElector) -> None:
+        # run() returns when leadership is lost; then stand by and try again.
+        while True:
+            await elector.run()
 
     if le.leader_elect:
-        elector = LeaseElector(
+        elector = LeaderElector(
             app.session,  # type: ignore[arg-type]
-            clock,
             namespace=le.resource_namespace,
             name=le.resource_name,
-            identity=_identity(),
+            identity=identity,
             lease_duration=le.lease_duration.total_seconds(),
             renew_deadline=le.renew_deadline.total_seconds(),
             retry_period=le.retry_period.total_seconds(),
+            clock=clock,
             on_started_leading=started,
             on_stopped_leading=stopped,
+            on_new_leader=new_leader,
         )
-        elector_task = asyncio.create_task(elector.run(), name="leader-election")
-        log.info("hpactl.electing", lease=f"{le.resource_namespace}/{le.resource_name}")
+        elector_task = asyncio.create_task(elect(elector), name="leader-election")
+        log.info(
+            "hpactl.electing",
+            lease=f"{le.resource_namespace}/{le.resource_name}",
+            identity=identity,
+        )
     else:
         started()
 
@@ -159,13 +169,14 @@ async def _serve(
     # In-flight syncs finish (bounded); then leadership ends and the lease is freed.
     await controller.stop_scheduling(SHUTDOWN_GRACE)
     if elector_task is not None:
+        # Cancelling the elector while it leads releases the lease (ReleaseOnCancel).
         elector_task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await elector_task
+        if elector is not None and elector.leader_identity == "":
+            log.info("hpactl.lease_released", identity=identity)
     if pending_stops:
         await asyncio.gather(*pending_stops, return_exceptions=True)
-    if elector is not None:
-        await elector.release()
     metrics.leader.set(0)
     stopper.cancel()
     return code

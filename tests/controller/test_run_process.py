@@ -325,7 +325,7 @@ async def test_leader_hand_over_without_double_scale_and_clean_sigterm(
 
         first: Proc = await spawn(_args(emu, *le))
         await wait_until(lambda: first.logged("hpactl.leading") is not None, 30, first, "lead")
-        lead = first.logged("leader.acquired")
+        lead = first.logged("hpactl.leading")
         assert lead is not None and holder() == lead["identity"]
         second: Proc = await spawn(_args(emu, *le))
         await wait_until(lambda: second.logged("hpactl.electing") is not None, 30, second)
@@ -351,7 +351,7 @@ async def test_leader_hand_over_without_double_scale_and_clean_sigterm(
         await wait_until(
             lambda: second.logged("hpactl.leading") is not None, 30, second, "takeover"
         )
-        taken = second.logged("leader.acquired")
+        taken = second.logged("hpactl.leading")
         assert taken is not None and holder() == taken["identity"] != lead["identity"]
 
         async def reconciled() -> float:
@@ -370,4 +370,4 @@ async def test_leader_hand_over_without_double_scale_and_clean_sigterm(
 
         assert await second.stop() == 0
         assert holder() == ""  # released on SIGTERM: a standby could take over at once
-        assert second.logged("leader.released") is not None
+        assert second.logged("hpactl.lease_released") is not None
