@@ -97,7 +97,9 @@ def field_getters(rt: ResourceType) -> dict[str, Callable[[Obj], str]]:
         out.update(_POD)
     elif rt.plural == "namespaces" and rt.group == "":
         out["status.phase"] = _path("status", "phase")
-    elif (rt.plural == "replicasets" and rt.group == "apps") or (rt.plural == "replicationcontrollers" and rt.group == ""):
+    elif (rt.plural == "replicasets" and rt.group == "apps") or (
+        rt.plural == "replicationcontrollers" and rt.group == ""
+    ):
         out["status.replicas"] = _path("status", "replicas")
     return out
 
