@@ -190,6 +190,8 @@ class ServerConfig:
     # --min-request-timeout.
     min_request_timeout: float = 1800.0
     git_version: str = "v1.32.0"
+    # How often an idle watch checks whether its client is still connected.
+    disconnect_check: float = 5.0
 
 
 @dataclass
@@ -823,12 +825,17 @@ class ApiServer:
                 now = loop.time()
                 if now >= deadline or self._stopping.is_set():
                     break
-                wait = deadline - now
+                # Wake at least every few seconds to notice a client that went away
+                # (aiohttp does not cancel handlers on disconnect).
+                wait = min(deadline - now, self.config.disconnect_check)
                 if bookmarks:
                     wait = min(wait, max(0.0, next_bookmark - now))
                 try:
                     got = await asyncio.wait_for(watcher.queue.get(), timeout=wait)
                 except TimeoutError:
+                    transport = request.transport
+                    if transport is None or transport.is_closing():
+                        break
                     if bookmarks and loop.time() >= next_bookmark:
                         await resp.write(self._bookmark_line(rt, self.store.rv).encode())
                         next_bookmark = loop.time() + self.config.bookmark_interval

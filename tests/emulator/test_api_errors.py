@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -278,3 +279,23 @@ async def test_dry_run_writes_nothing(http: Http, emulator: Emulator) -> None:
     assert code == 201 and obj["metadata"]["name"] == "web"
     assert emulator.store.get("apps", "deployments", "default", "web") is None
     assert emulator.store.current_resource_version() == rv
+
+
+async def test_watch_of_a_vanished_client_is_released(emulator: Emulator) -> None:
+    emulator.server.config.disconnect_check = 0.05
+    http = Http(emulator)
+    try:
+        resp = await http.session.get(emulator.url + PODS, params={"watch": "true"})
+        for _ in range(100):
+            if emulator.store.watcher_count() == 1:
+                break
+            await asyncio.sleep(0.01)
+        assert emulator.store.watcher_count() == 1
+        resp.close()
+    finally:
+        await http.close()
+    for _ in range(200):
+        if emulator.store.watcher_count() == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert emulator.store.watcher_count() == 0
