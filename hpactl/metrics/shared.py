@@ -50,12 +50,56 @@ from hpactl.model.metrics import (
     ObjectMetricValue,
     PodMetricsInfo,
 )
-from hpactl.model.selectors import Selector, parse_selector
+from hpactl.model.selectors import DOUBLE_EQUALS, EQUALS, IN, Selector, parse_selector
 
 __all__ = ["PodLabels", "SharedMetricsFetcher"]
 
 PodLabels = Callable[[str, str], Mapping[str, str] | None]
 Items = list[dict[str, Any]]
+
+
+class _LabelIndex:
+    """Positions of items by (label key, value), to pick a selector's pods fast.
+
+    Equality and set-membership requirements narrow the candidates to the smallest
+    posting list; every candidate is still checked with the full selector, and the
+    result keeps the items' order (upstream takes the first item's timestamp).
+    """
+
+    __slots__ = ("_labels", "_postings", "items")
+
+    def __init__(
+        self, items: Items, labels_of: Callable[[dict[str, Any]], Mapping[str, str] | None]
+    ):
+        self.items = items
+        self._labels: list[Mapping[str, str] | None] = [labels_of(i) for i in items]
+        self._postings: dict[tuple[str, str], list[int]] = {}
+        for pos, labels in enumerate(self._labels):
+            for kv in (labels or {}).items():
+                self._postings.setdefault(kv, []).append(pos)
+
+    def select(self, sel: Selector) -> Items:
+        best: list[int] | None = None
+        for r in sel.requirements:
+            if r.operator in (EQUALS, DOUBLE_EQUALS, IN):
+                if len(r.values) == 1:
+                    cand = self._postings.get((r.key, r.values[0]), [])
+                else:
+                    cand = sorted({p for v in r.values for p in self._postings.get((r.key, v), [])})
+                if best is None or len(cand) < len(best):
+                    best = cand
+        positions = range(len(self.items)) if best is None else best
+        out: Items = []
+        for pos in positions:
+            labels = self._labels[pos]
+            if labels is not None and sel.matches(labels):
+                out.append(self.items[pos])
+        return out
+
+
+def _pod_metrics_labels(item: dict[str, Any]) -> Mapping[str, str]:
+    labels: Mapping[str, str] = (item.get("metadata") or {}).get("labels") or {}
+    return labels
 
 
 class _Monotonic(Protocol):
@@ -81,12 +125,14 @@ class SharedMetricsFetcher:
         self._pod_labels = pod_labels
         self._epoch: int | None = None
         self._cache: dict[tuple[Any, ...], asyncio.Future[Items]] = {}
+        self._indexes: dict[tuple[Any, ...], _LabelIndex] = {}
         self._selectors: dict[str, Selector] = {}
         self.requests = 0
         self.shared = 0
 
     def new_period(self) -> None:
         self._cache.clear()
+        self._indexes.clear()
         self._epoch = None
 
     # -- the shared core -------------------------------------------------------------
@@ -94,6 +140,7 @@ class SharedMetricsFetcher:
         epoch = int(self._clock.monotonic() // self._period)
         if epoch != self._epoch:
             self._cache.clear()
+            self._indexes.clear()
             self._epoch = epoch
         fut = self._cache.get(key)
         if fut is not None:
@@ -111,6 +158,19 @@ class SharedMetricsFetcher:
         if failed and self._cache.get(key) is fut:
             del self._cache[key]
 
+    def _select(
+        self,
+        key: tuple[Any, ...],
+        every: Items,
+        selector: Selector,
+        labels_of: Callable[[dict[str, Any]], Mapping[str, str] | None],
+    ) -> Items:
+        idx = self._indexes.get(key)
+        if idx is None or idx.items is not every:
+            idx = _LabelIndex(every, labels_of)
+            self._indexes[key] = idx
+        return idx.select(self._server_selector(selector))
+
     def _server_selector(self, selector: Selector) -> Selector:
         # What the API server applies: the selector's string form, parsed back
         # (Go's labels.Nothing() stringifies to "", which selects everything).
@@ -127,15 +187,12 @@ class SharedMetricsFetcher:
     async def get_resource_metric(
         self, resource: str, namespace: str, selector: Selector, container: str = ""
     ) -> PodMetricsInfo | MetricFetchError:
+        key = ("resource", namespace)
         try:
-            every = await self._items(
-                ("resource", namespace),
-                lambda: self._client.list_pod_metrics(namespace, ""),
-            )
+            every = await self._items(key, lambda: self._client.list_pod_metrics(namespace, ""))
         except KubeError as exc:
             return resource_fetch_error(exc)
-        sel = self._server_selector(selector)
-        items = [i for i in every if sel.matches((i.get("metadata") or {}).get("labels") or {})]
+        items = self._select(key, every, selector, _pod_metrics_labels)
         return resource_result(items, resource, container)
 
     async def get_raw_metric(
@@ -153,17 +210,17 @@ class SharedMetricsFetcher:
                     ),
                 )
             else:
+                key = ("pods", namespace, metric_name, msel)
                 every = await self._items(
-                    ("pods", namespace, metric_name, msel),
+                    key,
                     lambda: self._client.list_pods_custom_metric(namespace, metric_name, "", msel),
                 )
-                sel = self._server_selector(selector)
-                items = []
-                for i in every:
-                    name = str((i.get("describedObject") or {}).get("name") or "")
-                    labels = labels_of(namespace, name)
-                    if labels is not None and sel.matches(labels):
-                        items.append(i)
+
+                def pod_of(item: dict[str, Any]) -> Mapping[str, str] | None:
+                    name = str((item.get("describedObject") or {}).get("name") or "")
+                    return labels_of(namespace, name)
+
+                items = self._select(key, every, selector, pod_of)
         except KubeError as exc:
             return custom_fetch_error(exc)
         return raw_result(items)
