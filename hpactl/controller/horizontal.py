@@ -276,6 +276,8 @@ class HorizontalController:
                 return rec
         started = time.perf_counter()
         structlog.contextvars.bind_contextvars(hpa=key)
+        if self.metrics is not None:
+            self.metrics.syncs_in_flight.inc()
         try:
             with self.tracer.start_as_current_span(SPAN_SYNC) as span:
                 _base_attributes(span, hpa)
@@ -290,6 +292,8 @@ class HorizontalController:
                     )
         finally:
             structlog.contextvars.unbind_contextvars("hpa")
+            if self.metrics is not None:
+                self.metrics.syncs_in_flight.dec()
         elapsed = time.perf_counter() - started
         if self.metrics is not None:
             self.metrics.reconciliations.labels(rec.action, rec.error_label).inc()
