@@ -361,6 +361,7 @@ class KubeSession:
         url = api.configuration.host + path
         await self.limiter_for(info).wait()
         started = time.monotonic()
+        reported = False
         try:
             # The whole exchange (headers and body) is bounded by `total`.
             async with asyncio.timeout(total):
@@ -374,12 +375,13 @@ class KubeSession:
                     _request_timeout=ctimeout,
                 )
                 self._report(kverb, info, str(resp.status), started)
+                reported = True
                 try:
                     data = await resp.read()
                 finally:
                     resp.release()
         except (TimeoutError, aiohttp.ClientError) as exc:
-            if not isinstance(exc, aiohttp.ClientResponseError):
+            if not reported:
                 self._report(kverb, info, "<error>", started)
             raise _transport_error(method, _with_query(url, qlist), exc) from exc
         return Response(
