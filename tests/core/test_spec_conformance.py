@@ -1480,3 +1480,242 @@ def test_s10_last_scale_time_kept_when_not_rescaled() -> None:
     assert sim.status["lastScaleTime"] == ts(0)
     out = sim.sync(15, [ext(4000, t=15)])
     assert out.status_raw["lastScaleTime"] == ts(0)
+
+
+# ============================================================== history quirks (§7.1)
+
+
+def test_s7_1_seed_from_pre_check_sync_holds_value_at_max() -> None:
+    # The seed is the replica count read at the first sync (20), even though the
+    # pre-check then scaled to max: for one window the legacy stabilization keeps
+    # recommending 20, clamped to max (TooManyReplicas), so no scale down happens.
+    sim = Sim(raw_hpa([ext_avg()], max_replicas=10), 20)
+    sim.sync(0, [])
+    assert sim.replicas == 10
+    for t in range(15, 300, 15):
+        out = sim.sync(t, [ext(2000, t=t)])
+        assert sim.replicas == 10, t
+        assert cond(out.status_raw, "AbleToScale")[1] == "ScaleDownStabilized"
+        assert cond(out.status_raw, "ScalingLimited") == (
+            "True",
+            "TooManyReplicas",
+            TOO_MANY,
+            ts(15),
+        )
+    out = sim.sync(300, [ext(2000, t=300)])
+    assert sim.replicas == 2
+
+
+def test_s7_1_seed_at_zero_does_not_block_later_scale_down() -> None:
+    # Seeded with 0 while scaling was disabled; after a manual scale to 5 the window
+    # holds only low recommendations, so the first metric sync scales down at once.
+    sim = Sim(raw_hpa([ext_avg()]), 0)
+    sim.sync(0, [])
+    sim.replicas = 5
+    out = sim.sync(15, [ext(2000, t=15)])
+    assert sim.replicas == 2
+    assert evs(out) == [
+        ("Normal", "SuccessfulRescale", "New size: 2; reason: All metrics below target")
+    ]
+
+
+def test_s7_1_pre_check_syncs_record_no_recommendation() -> None:
+    sim = Sim(raw_hpa([ext_avg()], min_replicas=3), 1)
+    sim.sync(0, [])
+    assert [(r.recommendation, r.timestamp) for r in sim.history.recommendations] == [(1, T0)]
+
+
+def test_s8_4_pre_check_rescale_stores_scale_event() -> None:
+    behavior = {"scaleUp": {"policies": [{"type": "Pods", "value": 4, "periodSeconds": 60}]}}
+    sim = Sim(raw_hpa([ext_avg()], min_replicas=5, max_replicas=30, behavior=behavior), 2)
+    sim.sync(0, [])
+    assert sim.replicas == 5
+    assert [(e.replica_change, e.timestamp) for e in sim.history.scale_up_events] == [(3, T0)]
+    out = sim.sync(15, [ext(20000, t=15)])
+    # periodStart = 5 - 3 = 2 → limit 6.
+    assert sim.replicas == 6
+    assert cond(out.status_raw, "ScalingLimited")[1] == "ScaleUpLimit"
+
+
+def test_s8_2_up_and_down_windows_together() -> None:
+    behavior = {
+        "scaleUp": {"stabilizationWindowSeconds": 30},
+        "scaleDown": {"stabilizationWindowSeconds": 30},
+    }
+    sim = Sim(raw_hpa([ext_avg()], behavior=behavior, max_replicas=20), 5)
+    usages = {0: 5000, 15: 9000, 30: 3000, 45: 9000, 60: 9000, 75: 9000}
+    seen = {}
+    for t, u in usages.items():
+        sim.sync(t, [ext(u, t=t)])
+        seen[t] = sim.replicas
+    # t=15: up window holds the seed 5 → stays 5 (ScaleUpStabilized).
+    # t=30: proposal 3, down window holds 9 (t=15) → max 9 caps, min 3 → current 5 kept.
+    # t=45: window (15, 45] holds 3 and 9 → min 3 → current 5 kept.
+    # t=60: window (30, 60] holds 9 (t=45) and proposal 9 → 9 (policies allow +4 → 9).
+    # t=75: current 9, everything 9 → stays.
+    assert seen == {0: 5, 15: 5, 30: 5, 45: 5, 60: 9, 75: 9}
+
+
+# ============================================================== §6.3 pod classification
+
+
+def test_s6_3_cpu_initializing_pod_sample_before_ready_window_is_unready() -> None:
+    ready_pods = pods(2)
+    fresh = pod_view_from_raw(raw_pod("web-new", started=ts(-60), ready_since=ts(-20)))
+    ps = (*ready_pods, fresh)
+    sim = Sim(raw_hpa([cpu_util(50)]), 3)
+    # Sample at t-10 with a 30s window: before readyTransition + window → unready.
+    # Ready: 2 x 100% → ratio 2; the unready pod counts 0 → 2000/3000 = 66% → ceil(1.32 x 3) = 4.
+    out = sim.sync(0, [cpu_samples(ps, 1000, 0)], ps)
+    assert sim.replicas == 4
+    assert out.status_raw["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 100
+
+
+def test_s6_3_cpu_never_ready_pod_is_unready_but_once_ready_pod_counts() -> None:
+    never = pod_view_from_raw(
+        raw_pod(
+            "web-n",
+            ready="False",
+            started="2025-12-31T00:00:00Z",
+            ready_since="2025-12-31T00:00:10Z",
+        )
+    )
+    sim = Sim(raw_hpa([cpu_util(50)]), 3)
+    ps = (*pods(2), never)
+    sim.sync(0, [cpu_samples(ps, 1000, 0)], ps)
+    assert sim.replicas == 4  # same as an unready pod
+    once = pod_view_from_raw(
+        raw_pod(
+            "web-o",
+            ready="False",
+            started="2025-12-31T00:00:00Z",
+            ready_since="2025-12-31T00:10:00Z",
+        )
+    )
+    sim = Sim(raw_hpa([cpu_util(50)]), 3)
+    ps = (*pods(2), once)
+    sim.sync(0, [cpu_samples(ps, 1000, 0)], ps)
+    # Counted ready: 3 x 100% → ceil(2 x 3) = 6 (legacy cap 6).
+    assert sim.replicas == 6
+
+
+def test_s6_3_memory_ignores_readiness() -> None:
+    mem = {
+        "type": "Resource",
+        "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}},
+    }
+    notready = pod_view_from_raw(
+        raw_pod("web-n", ready="False", started=ts(-10), ready_since=ts(-5))
+    )
+    ps = (*pods(1), notready)
+    mib = 1024 * 1024 * 1000  # one MiB in milli-units
+    samples = {
+        ps[0].name: PodMetric(T0 - timedelta(seconds=10), timedelta(seconds=30), 300 * mib),
+        ps[1].name: PodMetric(T0 - timedelta(seconds=10), timedelta(seconds=30), 100 * mib),
+    }
+    sim = Sim(raw_hpa([mem]), 2)
+    out = sim.sync(0, [samples], ps)
+    # Both samples count: average 200Mi vs 100Mi → ceil(2 x 2) = 4.
+    assert sim.replicas == 4
+    assert evs(out) == [
+        ("Normal", "SuccessfulRescale", "New size: 4; reason: memory resource above target")
+    ]
+
+
+def test_s6_3_deleting_and_failed_pods_ignored_but_need_requests() -> None:
+    deleting_raw = raw_pod("web-d")
+    deleting_raw["metadata"]["deletionTimestamp"] = ts(-5)
+    failed_raw = raw_pod("web-f", phase="Failed")
+    ps = (*pods(2), pod_view_from_raw(deleting_raw), pod_view_from_raw(failed_raw))
+    sim = Sim(raw_hpa([cpu_util(50)]), 2)
+    # The deleting pod reports 0 usage; ignored, it must not drag the average down.
+    vals = cpu_samples(ps[:3], [1000, 1000, 0], 0)
+    out = sim.sync(0, [vals], ps)
+    assert sim.replicas == 4
+    assert out.status_raw["currentMetrics"][0]["resource"]["current"] == {
+        "averageValue": "1",
+        "averageUtilization": 100,
+    }
+    # A failed pod without a cpu request still fails the metric.
+    failed_raw["spec"]["containers"][0]["resources"] = {}
+    ps = (*pods(2), pod_view_from_raw(failed_raw))
+    sim = Sim(raw_hpa([cpu_util(50)]), 2)
+    out = sim.sync(0, [cpu_samples(ps[:2], 1000, 0)], ps)
+    assert evs(out)[0] == (
+        "Warning",
+        "FailedGetResourceMetric",
+        "failed to get cpu utilization: missing request for cpu in container app of Pod web-f",
+    )
+
+
+def test_s6_4_sidecar_requests_count() -> None:
+    raws = [raw_pod(f"web-{i}") for i in range(2)]
+    for r in raws:
+        r["spec"]["initContainers"] = [
+            {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+            {"name": "init", "resources": {"requests": {"cpu": "5"}}},
+        ]
+    ps = tuple(pod_view_from_raw(r) for r in raws)
+    sim = Sim(raw_hpa([cpu_util(50)]), 2)
+    # request 2 cpu per pod (app + sidecar); usage 1.5 → 75% → ratio 1.5 → 3.
+    out = sim.sync(0, [cpu_samples(ps, 1500, 0)], ps)
+    assert sim.replicas == 3
+    assert out.status_raw["currentMetrics"][0]["resource"]["current"] == {
+        "averageValue": "1500m",
+        "averageUtilization": 75,
+    }
+
+
+def test_s6_5_container_resource_status_name_and_errors() -> None:
+    cr = {
+        "type": "ContainerResource",
+        "containerResource": {
+            "name": "cpu",
+            "container": "app",
+            "target": {"type": "Utilization", "averageUtilization": 50},
+        },
+    }
+    ps = pods(2)
+    sim = Sim(raw_hpa([cr]), 2)
+    out = sim.sync(0, [cpu_samples(ps, 900, 0)], ps)
+    name = "cpu container resource utilization (percentage of request)"
+    assert evs(out) == [
+        ("Normal", "SuccessfulRescale", f"New size: 4; reason: {name} above target")
+    ]
+    assert out.status_raw["currentMetrics"] == [
+        {
+            "type": "ContainerResource",
+            "containerResource": {
+                "name": "cpu",
+                "current": {"averageValue": "900m", "averageUtilization": 90},
+                "container": "app",
+            },
+        }
+    ]
+    cr["containerResource"]["container"] = "sidecar"
+    sim = Sim(raw_hpa([cr]), 2)
+    out = sim.sync(0, [cpu_samples(ps, 900, 0)], ps)
+    e = "failed to get cpu utilization: container sidecar not found in Pod web-0"
+    assert evs(out)[0] == ("Warning", "FailedGetContainerResourceMetric", e)
+    assert evs(out)[1][2] == (
+        "invalid metrics (1 invalid out of 1), first error is: "
+        f"failed to get sidecar container metric value: {e}"
+    )
+
+
+def test_s6_7_external_selector_in_metric_name() -> None:
+    m = ext_avg("q", "1")
+    m["external"]["metric"]["selector"] = {"matchLabels": {"queue": "jobs"}}
+    sim = Sim(raw_hpa([m]), 2)
+    out = sim.sync(0, [ext(4000)])
+    name = (
+        "external metric q(&LabelSelector{MatchLabels:map[string]string{queue: jobs,},"
+        "MatchExpressions:[]LabelSelectorRequirement{},})"
+    )
+    assert evs(out) == [
+        ("Normal", "SuccessfulRescale", f"New size: 4; reason: {name} above target")
+    ]
+    assert out.status_raw["currentMetrics"][0]["external"]["metric"] == {
+        "name": "q",
+        "selector": {"matchLabels": {"queue": "jobs"}},
+    }
