@@ -257,6 +257,7 @@ class EventRecorder:
         self._last_nanos = 0
         self.written = 0
         self.dropped = 0
+        self._closing = False
 
     # -- producer side -----------------------------------------------------------
     def event(self, obj: Involved, type_: str, reason: str, message: str) -> None:
@@ -293,12 +294,16 @@ class EventRecorder:
                 log.exception("event write failed")
             finally:
                 self._queue.task_done()
+            if self._closing and self._queue.empty():
+                return
 
     async def flush(self) -> None:
+        """Wait until every event queued so far is written (``run`` must be running)."""
         await self._queue.join()
 
     def close(self) -> None:
-        """Stop ``run`` after the events already queued."""
+        """Stop ``run`` once the events already queued are written."""
+        self._closing = True
         with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(None)
 
