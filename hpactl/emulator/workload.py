@@ -314,7 +314,7 @@ class Workload:
                 ],
             },
             "spec": pod_spec,
-            "status": _pod_status(started, ready, started),
+            "status": _pod_status(started, ready, started, containers),
         }
         self.store.create(pod)
         st.pods[name] = _Managed(name, started, ready, ordinal)
@@ -325,7 +325,8 @@ class Workload:
             return
         # The exact moment it turned Ready, even if this step comes later.
         became = m.started + timedelta(seconds=ready_after)
-        status = _pod_status(m.started, True, became)
+        containers = (e.obj.get("spec") or {}).get("containers") or []
+        status = _pod_status(m.started, True, became, containers)
         old = e.obj.get("status") or {}
         for k, v in old.items():
             status.setdefault(k, v)
@@ -467,10 +468,24 @@ def _pod_ready(pod: Obj) -> bool:
     return False
 
 
-def _pod_status(started: datetime, ready: bool, transition: datetime) -> Obj:
+def _pod_status(started: datetime, ready: bool, transition: datetime, containers: list[Obj]) -> Obj:
     flag = "True" if ready else "False"
     ts = format_timestamp(transition)
+    # Container statuses only for kubectl's READY column; the HPA reads conditions.
+    statuses = [
+        {
+            "name": str(c.get("name", "app")),
+            "image": str(c.get("image", "")),
+            "imageID": "",
+            "ready": ready,
+            "started": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": format_timestamp(started)}},
+        }
+        for c in containers
+    ]
     return {
+        "containerStatuses": statuses,
         "phase": "Running",
         "startTime": format_timestamp(started),
         "conditions": [

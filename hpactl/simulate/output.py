@@ -245,30 +245,18 @@ def summarize(results: Sequence[StepResult], *, start: datetime, period: float) 
             ):
                 s.above_target_seconds += max(0.0, nxt - t)
         for ev in r.events:
-            key = ev["object"].split("/", 1)[-1]
-            s = by_key.setdefault(key, HPASummary(key))
-            if ev["reason"] == "SuccessfulRescale":
-                s.scale_events += 1
-            elif ev["type"] == "Warning":
+            if ev["type"] == "Warning":
+                key = ev["object"].split("/", 1)[-1]
+                s = by_key.setdefault(key, HPASummary(key))
                 s.warnings[ev["reason"]] = s.warnings.get(ev["reason"], 0) + 1
-    # Direction of each rescale: from replica changes between steps.
-    last: dict[str, int] = {}
-    for r in results:
-        for key in r.hpas:
-            spec = r.specs.get(key) or {}
-            ref = spec.get("scaleTargetRef") or {}
-            ns = key.partition("/")[0]
-            reps = (r.targets.get(f"{ref.get('kind')}/{ns}/{ref.get('name')}") or {}).get(
-                "replicas"
-            )
-            if not isinstance(reps, int):
-                continue
-            if key in last and reps != last[key]:
-                if reps > last[key]:
-                    by_key[key].scale_ups += 1
-                else:
-                    by_key[key].scale_downs += 1
-            last[key] = reps
+        for key, (before, after) in r.rescales.items():
+            s = by_key.setdefault(key, HPASummary(key))
+            s.scale_events += 1
+            if before is not None and after is not None:
+                if after > before:
+                    s.scale_ups += 1
+                elif after < before:
+                    s.scale_downs += 1
     duration = (results[-1].time - start).total_seconds() if results else 0.0
     return Summary(len(results), duration, [by_key[k] for k in sorted(by_key)])
 

@@ -64,6 +64,9 @@ class StepResult:
     events: list[dict[str, str]]
     source_index: int = 0  # position of the step in the file
     specs: dict[str, dict[str, Any]] = field(default_factory=dict)  # HPA specs (for plots)
+    # HPA key -> (replicas before, after) for each rescale the sync made. Exact even
+    # when the event recorder's spam filter drops the SuccessfulRescale event.
+    rescales: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -345,11 +348,12 @@ class Simulation:
         captured: list[WatchEvent] = []
         self._capture = captured
         try:
-            await self.app.controller.sync_all()
+            records = await self.app.controller.sync_all()
         finally:
             self._capture = None
         self._react()
         result = self._record(number, step.index, captured)
+        result.rescales = {r.key: (r.current, r.desired) for r in records if r.rescaled}
         self.results.append(result)
         return result
 
