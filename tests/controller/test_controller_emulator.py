@@ -240,8 +240,9 @@ async def test_sync_span_attributes_and_prometheus(env: Env) -> None:
     assert attrs["hpactl.metric.0.proposal"] == 8
     assert attrs["hpactl.limited_by"] == "scale-up-limit"
     for child in ("hpa.scale.get", "hpa.metric", "hpa.scale.update", "hpa.status.update"):
-        assert spans[child].parent is not None
-        assert spans[child].parent.span_id == sync.context.span_id
+        parent = spans[child].parent
+        assert parent is not None and sync.context is not None
+        assert parent.span_id == sync.context.span_id
     families = {
         f.name: f for f in text_string_to_metric_families(env.app.metrics.render().decode())
     }

@@ -95,7 +95,8 @@ async def test_a_hanging_metrics_call_does_not_delay_other_hpas(
     fast_task = asyncio.create_task(ctl.sync_one("default/web"))
     done, _ = await asyncio.wait({slow_task, fast_task}, return_when=asyncio.FIRST_COMPLETED)
     assert done == {fast_task}
-    assert fast_task.result() is not None and fast_task.result().rescaled
+    fast_rec = fast_task.result()
+    assert fast_rec is not None and fast_rec.rescaled
     assert rig.replicas("web") == 4
     # The stuck call is abandoned at its timeout; the sync ends with a metrics error.
     rec = await slow_task

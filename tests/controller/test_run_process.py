@@ -217,10 +217,12 @@ def _total(families: dict[str, Any], name: str, **labels: str) -> float:
     fam = families.get(name)
     if fam is None:
         return 0.0
-    return sum(
-        s.value
-        for s in fam.samples
-        if s.name.endswith("_total") and all(s.labels.get(k) == v for k, v in labels.items())
+    return float(
+        sum(
+            s.value
+            for s in fam.samples
+            if s.name.endswith("_total") and all(s.labels.get(k) == v for k, v in labels.items())
+        )
     )
 
 
