@@ -6,6 +6,7 @@ import asyncio
 import base64
 import secrets
 import socket
+import ssl
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +57,7 @@ class Emulator:
         metrics: bool = True,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         git_version: str = "v1.32.0",
+        tls: bool | None = None,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -73,6 +75,9 @@ class Emulator:
             {self.admin_token: (ADMIN_USER, list(ADMIN_GROUPS))} if auth else None
         )
         self.auth = auth
+        # kubectl sends credentials only over https: TLS defaults to on with auth.
+        self.tls = auth if tls is None else tls
+        self._cert: Any = None
         self.metrics: Any = self._make_metrics_state() if metrics else None
         authorizer: Any = None
         if auth:
@@ -180,7 +185,19 @@ class Emulator:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """PEM of the CA that signed the serving certificate (None without TLS)."""
+        return None if self._cert is None else bytes(self._cert.ca_pem)
+
+    def client_ssl_context(self) -> ssl.SSLContext | None:
+        """An SSL context trusting this emulator (None without TLS)."""
+        if self._cert is None:
+            return None
+        return ssl.create_default_context(cadata=self._cert.ca_pem.decode())
 
     async def start(self) -> None:
         app = self.server.make_app()
@@ -193,7 +210,14 @@ class Emulator:
         sock.bind((self.host, self._requested_port))
         self.port = sock.getsockname()[1]
         self.server.address = f"{self.host}:{self.port}"
-        site = web.SockSite(self._runner, sock)
+        ssl_context = None
+        if self.tls:
+            from hpactl.emulator.tls import make_serving_cert
+
+            if self._cert is None:
+                self._cert = make_serving_cert(self.host)
+            ssl_context = self._cert.server_context()
+        site = web.SockSite(self._runner, sock, ssl_context=ssl_context)
         await site.start()
 
     async def stop(self) -> None:
@@ -223,10 +247,13 @@ class Emulator:
             user["token"] = token
         elif self.auth:
             user["token"] = self.admin_token
+        cluster: Obj = {"server": self.url}
+        if self._cert is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self._cert.ca_pem).decode()
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": context, "cluster": {"server": self.url}}],
+            "clusters": [{"name": context, "cluster": cluster}],
             "users": [{"name": context, "user": user}],
             "contexts": [
                 {

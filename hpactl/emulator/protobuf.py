@@ -1,6 +1,7 @@
 """Decoding of the Kubernetes protobuf request bodies kubectl sends.
 
-kubectl's typed clients (`kubectl autoscale`, `kubectl create deployment`) send
+kubectl's typed clients (`kubectl autoscale`, `kubectl create deployment|namespace|
+serviceaccount|role|clusterrole|rolebinding|clusterrolebinding`, `kubectl run`) send
 `application/vnd.kubernetes.protobuf` bodies and do not fall back to JSON.  The
 emulator answers in JSON (clients accept it) and decodes request bodies of the
 kinds below into the same JSON a JSON client would have sent.  Field numbers are
@@ -167,7 +168,75 @@ DEPLOYMENT: Schema = {
     3: ("status", "skip", None),
 }
 
+POD: Schema = {
+    1: ("metadata", "msg", OBJECT_META),
+    2: ("spec", "msg", POD_SPEC),
+    3: ("status", "skip", None),
+}
+NAMESPACE: Schema = {
+    1: ("metadata", "msg", OBJECT_META),
+    2: ("spec", "msg", {1: ("finalizers", "rstr", None)}),
+    3: ("status", "skip", None),
+}
+OBJECT_REF: Schema = {
+    1: ("kind", "str", None),
+    2: ("namespace", "str", None),
+    3: ("name", "str", None),
+    4: ("uid", "str", None),
+    5: ("apiVersion", "str", None),
+    6: ("resourceVersion", "str", None),
+    7: ("fieldPath", "str", None),
+}
+SERVICE_ACCOUNT: Schema = {
+    1: ("metadata", "msg", OBJECT_META),
+    2: ("secrets", "rmsg", OBJECT_REF),
+    3: ("imagePullSecrets", "rmsg", {1: ("name", "str", None)}),
+    4: ("automountServiceAccountToken", "bool", None),
+}
+POLICY_RULE: Schema = {
+    1: ("verbs", "rstr", None),
+    2: ("apiGroups", "rstr", None),
+    3: ("resources", "rstr", None),
+    4: ("resourceNames", "rstr", None),
+    5: ("nonResourceURLs", "rstr", None),
+}
+ROLE: Schema = {1: ("metadata", "msg", OBJECT_META), 2: ("rules", "rmsg", POLICY_RULE)}
+CLUSTER_ROLE: Schema = {
+    1: ("metadata", "msg", OBJECT_META),
+    2: ("rules", "rmsg", POLICY_RULE),
+    3: (
+        "aggregationRule",
+        "msg",
+        {1: ("clusterRoleSelectors", "rmsg", LABEL_SELECTOR)},
+    ),
+}
+BINDING: Schema = {
+    1: ("metadata", "msg", OBJECT_META),
+    2: (
+        "subjects",
+        "rmsg",
+        {
+            1: ("kind", "str", None),
+            2: ("apiGroup", "str", None),
+            3: ("name", "str", None),
+            4: ("namespace", "str", None),
+        },
+    ),
+    3: (
+        "roleRef",
+        "msg",
+        {1: ("apiGroup", "str", None), 2: ("kind", "str", None), 3: ("name", "str", None)},
+    ),
+}
+
 SCHEMAS: dict[tuple[str, str], Schema] = {
+    ("v1", "Pod"): POD,
+    ("v1", "Namespace"): NAMESPACE,
+    ("v1", "ServiceAccount"): SERVICE_ACCOUNT,
+    ("rbac.authorization.k8s.io/v1", "Role"): ROLE,
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): CLUSTER_ROLE,
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): BINDING,
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): BINDING,
     ("autoscaling/v1", "HorizontalPodAutoscaler"): HPA_V1,
     ("autoscaling/v1", "Scale"): SCALE,
     ("apps/v1", "Deployment"): DEPLOYMENT,

@@ -16,7 +16,9 @@ class Http:
     def __init__(self, emu: Emulator, token: str | None = None) -> None:
         self.base = emu.url
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.session = aiohttp.ClientSession(headers=headers)
+        ctx = emu.client_ssl_context()
+        connector = aiohttp.TCPConnector(ssl=ctx) if ctx is not None else None
+        self.session = aiohttp.ClientSession(headers=headers, connector=connector)
 
     async def close(self) -> None:
         await self.session.close()

@@ -315,3 +315,83 @@ async def test_get_watch_bounded(emulator: Emulator, kubeconfig: Path, tmp_path:
     finally:
         proc.kill()
         await proc.wait()
+
+
+async def test_create_commands_send_protobuf(emulator: Emulator, kubeconfig: Path) -> None:
+    await kubectl(kubeconfig, "create", "namespace", "team")
+    await kubectl(kubeconfig, "create", "serviceaccount", "hpactl", "-n", "team")
+    await kubectl(
+        kubeconfig,
+        "create",
+        "clusterrole",
+        "hpa-reader",
+        "--verb=get,list,watch",
+        "--resource=horizontalpodautoscalers.autoscaling",
+    )
+    await kubectl(
+        kubeconfig,
+        "create",
+        "clusterrolebinding",
+        "hpa-reader",
+        "--clusterrole=hpa-reader",
+        "--serviceaccount=team:hpactl",
+    )
+    await kubectl(kubeconfig, "run", "web", "--image=nginx", "--labels=app=web", "--port=80")
+    crb = emulator.store.get("rbac.authorization.k8s.io", "clusterrolebindings", "", "hpa-reader")
+    assert crb is not None
+    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": "hpactl", "namespace": "team"}]
+    assert crb["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "hpa-reader",
+    }
+    role = emulator.store.get("rbac.authorization.k8s.io", "clusterroles", "", "hpa-reader")
+    assert role is not None
+    assert role["rules"] == [
+        {
+            "verbs": ["get", "list", "watch"],
+            "apiGroups": ["autoscaling"],
+            "resources": ["horizontalpodautoscalers"],
+        }
+    ]
+    p = emulator.store.get("", "pods", "default", "web")
+    assert p is not None and p["spec"]["containers"][0]["ports"] == [{"containerPort": 80}]
+    ns = emulator.store.get("", "namespaces", "", "team")
+    assert ns is not None and ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team"}
+
+
+async def test_auth_mode_serves_tls_and_enforces_rbac(tmp_path: Path) -> None:
+    pytest.importorskip("hpactl.emulator.rbac")
+    async with Emulator(auth=True) as emu:
+        assert emu.url.startswith("https://")
+        admin = emu.write_kubeconfig(tmp_path / "admin")
+        sa = emu.write_kubeconfig(
+            tmp_path / "sa", token=emu.token_for_service_account("default", "hpactl")
+        )
+        await kubectl(admin, "create", "serviceaccount", "hpactl")
+        out = await kubectl(sa, "get", "hpa", check=False)
+        assert (
+            'Error from server (Forbidden): horizontalpodautoscalers.autoscaling is forbidden: User "system:serviceaccount:default:hpactl" '
+            'cannot list resource "horizontalpodautoscalers" in API group "autoscaling" in the namespace "default"'
+        ) in out
+        await kubectl(
+            admin,
+            "create",
+            "clusterrole",
+            "hpa-reader",
+            "--verb=list",
+            "--resource=horizontalpodautoscalers.autoscaling",
+        )
+        await kubectl(
+            admin,
+            "create",
+            "clusterrolebinding",
+            "hpa-reader",
+            "--clusterrole=hpa-reader",
+            "--serviceaccount=default:hpactl",
+        )
+        out = await kubectl(sa, "get", "hpa")
+        assert "No resources found in default namespace." in out
+        bogus = emu.write_kubeconfig(tmp_path / "bogus", token="nope")
+        out = await kubectl(bogus, "get", "hpa", check=False)
+        assert "Unauthorized" in out
