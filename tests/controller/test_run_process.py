@@ -373,3 +373,36 @@ async def test_leader_hand_over_without_double_scale_and_clean_sigterm(
         assert await second.stop() == 0
         assert holder() == ""  # released on SIGTERM: a standby could take over at once
         assert second.logged("hpactl.lease_released") is not None
+
+
+async def test_run_aggregates_repeated_events_and_leaves_unchanged_status_alone(
+    spawn: Callable[..., Any],
+) -> None:
+    async with Emulator() as emu:
+        workload(emu, "web", 2, _now())
+        emu.metrics.set_unavailable(["metrics.k8s.io"])
+        emu.store.create(hpa("web", "web"))
+        proc: Proc = await spawn(_args(emu, "--leader-elect=false"))
+
+        def failures() -> list[dict[str, Any]]:
+            return events(emu, reason="FailedGetResourceMetric")
+
+        def rv() -> str:
+            obj = emu.store.get("autoscaling", "horizontalpodautoscalers", "default", "web")
+            assert obj is not None
+            return str(obj["metadata"]["resourceVersion"])
+
+        await wait_until(lambda: bool(failures()) and failures()[0]["count"] >= 2, 30, proc)
+        written = rv()  # the first sync wrote the failure conditions
+        obj = emu.store.get("autoscaling", "horizontalpodautoscalers", "default", "web")
+        assert obj is not None
+        cond = {c["type"]: c for c in obj["status"]["conditions"]}
+        assert (cond["ScalingActive"]["status"], cond["ScalingActive"]["reason"]) == (
+            "False",
+            "FailedGetResourceMetric",
+        )
+        await wait_until(lambda: failures()[0]["count"] >= 4, 30, proc)
+        (event,) = failures()  # one Event object, counted up, never a new one
+        assert event["count"] >= 4 and event["type"] == "Warning"
+        assert rv() == written  # the same status is never written again
+        assert await proc.stop() == 0
