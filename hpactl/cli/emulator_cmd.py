@@ -38,6 +38,12 @@ def add_parser(subparsers: Any) -> None:
         "for ServiceAccount tokens",
     )
     p.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve https with a throw-away CA (implied by --auth: kubectl sends tokens "
+        "only over https); the kubeconfig carries the CA",
+    )
+    p.add_argument(
         "--service-account-token",
         action="append",
         default=[],
@@ -86,6 +92,7 @@ async def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         auth=args.auth,
+        tls=True if (args.tls or args.auth) else None,
         faults=bool(args.fault),
         history_size=args.history_size,
         bookmark_interval=args.bookmark_interval,
