@@ -41,9 +41,15 @@ log = structlog.get_logger("hpactl.run")
 
 
 def run_controller(config: ControllerConfig) -> int:
-    """Run until SIGTERM/SIGINT; the process exit code."""
+    """Run until SIGTERM/SIGINT; the process exit code (0 after a clean shutdown)."""
     configure_logging(config.log_format, config.verbosity)
-    return asyncio.run(_main(config))
+    try:
+        return asyncio.run(_main(config))
+    except KeyboardInterrupt:
+        return 0
+    except Exception as exc:  # startup failures (no kubeconfig, port in use): one clear line
+        log.error("hpactl.failed", error=f"{type(exc).__name__}: {exc}")
+        return 1
 
 
 async def _main(config: ControllerConfig) -> int:
