@@ -115,6 +115,7 @@ class LeaderElector:
         self._timeout = request_timeout
         self._observed: dict[str, Any] | None = None
         self._observed_rv = ""
+        self._lease: dict[str, Any] | None = None  # the last Lease read or written
         self._observed_time = 0.0
         self._reported_leader = ""
         self.leading = asyncio.Event()
@@ -166,6 +167,23 @@ class LeaderElector:
             "leaseTransitions": 0,
         }
         t = self._req_timeout()
+        # 1. Fast path: the leader updates optimistically from the Lease it last saw.
+        if self._lease is not None and self.is_leader and self._lease_valid():
+            old = self._observed or {}
+            fast = dict(desired)
+            fast["acquireTime"] = old.get("acquireTime") or now
+            fast["leaseTransitions"] = int(old.get("leaseTransitions") or 0)
+            body = dict(self._lease)
+            body["spec"] = fast
+            try:
+                updated = await put_json(self._s, self.path, body, timeout=t)
+            except KubeError as exc:
+                log.info("failed to update lock optimistically: %s, falling back to slow path", exc)
+            else:
+                self._lease = updated
+                self._observe(updated.get("spec") or fast, _rv(updated))
+                return True
+        # 2. Slow path: read the Lease, then acquire or renew.
         try:
             lease = await get_json(self._s, self.path, timeout=t)
         except NotFound:
@@ -185,6 +203,7 @@ class LeaderElector:
             except KubeError as exc:
                 log.info("error initially creating lease lock: %s", exc)
                 return False
+            self._lease = created
             self._observe(created.get("spec") or desired, _rv(created))
             return True
         except KubeError as exc:
@@ -192,6 +211,7 @@ class LeaderElector:
             return False
 
         old = lease.get("spec") or {}
+        self._lease = lease
         self._observe(old, _rv(lease))
         holder = str(old.get("holderIdentity") or "")
         duration = float(old.get("leaseDurationSeconds") or 0)
@@ -213,8 +233,13 @@ class LeaderElector:
         except KubeError as exc:
             log.info("failed to update lock: %s", exc)
             return False
+        self._lease = updated
         self._observe(updated.get("spec") or desired, _rv(updated))
         return True
+
+    def _lease_valid(self) -> bool:
+        duration = float((self._observed or {}).get("leaseDurationSeconds") or 0)
+        return self._observed_time + duration > self._clock.monotonic()
 
     # -- loops -----------------------------------------------------------------------
     async def _acquire(self) -> None:
@@ -309,21 +334,25 @@ class LeaderElector:
             "renewTime": now,
             "leaseTransitions": int((self._observed or {}).get("leaseTransitions") or 0),
         }
-        body = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "resourceVersion": self._observed_rv,
-            },
-            "spec": spec,
-        }
+        if self._lease is not None:
+            body = dict(self._lease)
+        else:
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": self.name,
+                    "namespace": self.namespace,
+                    "resourceVersion": self._observed_rv,
+                },
+            }
+        body["spec"] = spec
         try:
             updated = await put_json(self._s, self.path, body, timeout=self._req_timeout())
         except KubeError as exc:
             log.warning("failed to release lock: %s", exc)
             return False
+        self._lease = updated
         self._observe(updated.get("spec") or spec, _rv(updated))
         return True
 

@@ -180,3 +180,29 @@ async def test_work_that_returns_keeps_leadership(emulator: Emulator) -> None:
         with pytest.raises(asyncio.CancelledError):
             await ta
     assert lease(emulator)["holderIdentity"] == ""
+
+
+async def test_leader_renews_with_one_update_per_period(emulator: Emulator) -> None:
+    clock = VirtualClock()
+    calls: list[str] = []
+    async with KubeSession(
+        master=emulator.url, on_request=lambda v, r, c, s: calls.append(f"{v} {c}")
+    ) as s:
+        a = elector(s, clock, "a")
+        ta = asyncio.create_task(a.run())
+        await until(lambda: a.leading.is_set() and clock.sleepers >= 1, "a leading")
+        calls.clear()
+        await step(clock, 10, 1)  # five renewals, retryPeriod 2 s
+        assert calls == ["update 200"] * 5
+        # someone else rewrote the Lease: the optimistic update conflicts, the slow path recovers
+        obj = emulator.store.get("coordination.k8s.io", "leases", "kube-system", "hpactl")
+        assert obj is not None
+        obj["metadata"]["labels"] = {"touched": "yes"}
+        emulator.store.apply(obj)
+        calls.clear()
+        await step(clock, 2, 1)
+        assert calls == ["update 409", "get 200", "update 200"]
+        assert a.is_leader
+        ta.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await ta
