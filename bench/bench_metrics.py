@@ -30,7 +30,11 @@ async def main(hpas: int, per: int) -> None:
                     {
                         "apiVersion": "v1",
                         "kind": "Pod",
-                        "metadata": {"name": name, "namespace": "default", "labels": {"app": f"app{h}"}},
+                        "metadata": {
+                            "name": name,
+                            "namespace": "default",
+                            "labels": {"app": f"app{h}"},
+                        },
                         "spec": {"containers": [{"name": "c", "image": "x"}]},
                     }
                 )
