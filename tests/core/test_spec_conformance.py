@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -1719,3 +1720,255 @@ def test_s6_7_external_selector_in_metric_name() -> None:
         "name": "q",
         "selector": {"matchLabels": {"queue": "jobs"}},
     }
+
+
+# ====================================================== §7/§8/§16 differential model
+#
+# A line-by-line model of horizontal.go's normalization state (recordInitialRecommendation,
+# stabilizeRecommendation[WithBehaviors], convertDesiredReplicasWith{Rules,BehaviorRate},
+# calculateScale{Up,Down}Limit*, getReplicasChangePerPeriod, storeScaleEvent,
+# markScaleEventsOutdated) whose wall clock advances by 1µs at every time.Now() call,
+# as a real controller's does. Syncs happen at exact multiples of 15s; hpa-behavior.md
+# §16 says the core must decide ties the way this real clock does.
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+class GoModel:
+    def __init__(self, behavior: Mapping[str, Any] | None, lo: int, hi: int, flag: int) -> None:
+        self.behavior = behavior
+        self.lo, self.hi, self.flag = lo, hi, flag
+        self.recs: list[list[Any]] = []
+        self.up: list[list[Any]] = []
+        self.down: list[list[Any]] = []
+        self.clock = T0
+        self.last_t = 0
+        self.end = T0
+
+    def now(self) -> datetime:
+        self.clock += timedelta(microseconds=1)
+        return self.clock
+
+    def rules(self, side: str) -> tuple[int, str, list[Mapping[str, Any]]]:
+        assert self.behavior is not None
+        r = self.behavior.get(side) or {}
+        if side == "scaleUp":
+            window = r.get("stabilizationWindowSeconds", 0)
+            pols = r.get(
+                "policies",
+                [
+                    {"type": "Pods", "value": 4, "periodSeconds": 15},
+                    {"type": "Percent", "value": 100, "periodSeconds": 15},
+                ],
+            )
+        else:
+            window = r.get("stabilizationWindowSeconds", self.flag)
+            pols = r.get("policies", [{"type": "Percent", "value": 100, "periodSeconds": 15}])
+        return window, r.get("selectPolicy", "Max"), pols
+
+    def change(self, period: int, events: list[list[Any]]) -> int:
+        cutoff = self.now() - timedelta(seconds=period)
+        return sum(e[0] for e in events if e[1] > cutoff)
+
+    def limit(self, current: int, up: bool) -> int:
+        _, select, pols = self.rules("scaleUp" if up else "scaleDown")
+        if select == "Disabled":
+            return current
+        picks = []
+        for p in pols:
+            start = (
+                current
+                - self.change(p["periodSeconds"], self.up)
+                + self.change(p["periodSeconds"], self.down)
+            )
+            if p["type"] == "Pods":
+                picks.append(start + p["value"] if up else start - p["value"])
+            elif up:
+                picks.append(math.ceil(float(start) * (1 + float(p["value"]) / 100)))
+            else:
+                picks.append(int(float(start) * (1 - float(p["value"]) / 100)))
+        if up:
+            return min(picks) if select == "Min" else max(picks)
+        return max(picks) if select == "Min" else min(picks)
+
+    def reconcile(self, t: int, current: int, proposal: int) -> tuple[int, str, str]:
+        """Returns (desired, AbleToScale reason, ScalingLimited reason).
+
+        A reconcile starts one period after the previous one *finished* (the work
+        queue's rate-limited re-add), so it starts a few µs after ``T0 + t``.
+        """
+        self.clock = self.end + timedelta(seconds=t - self.last_t)
+        self.last_t = t
+        try:
+            return self._reconcile(current, proposal)
+        finally:
+            self.end = self.clock
+
+    def _reconcile(self, current: int, proposal: int) -> tuple[int, str, str]:
+        if not self.recs:
+            self.recs.append([current, self.now()])
+        if self.behavior is None:
+            cutoff = self.now() - timedelta(seconds=self.flag)
+            best, old = proposal, None
+            for i, (v, at) in enumerate(self.recs):
+                if at < cutoff:
+                    old = i
+                elif v > best:
+                    best = v
+            entry = [proposal, self.now()]
+            if old is None:
+                self.recs.append(entry)
+            else:
+                self.recs[old] = entry
+            able = "ScaleDownStabilized" if best != proposal else "ReadyForNewScale"
+            cap = int(max(2.0 * current, 4.0))
+            top, top_reason = (
+                (cap, "ScaleUpLimit") if self.hi > cap else (self.hi, "TooManyReplicas")
+            )
+            if best < self.lo:
+                return self.lo, able, "TooFewReplicas"
+            if best > top:
+                return top, able, top_reason
+            return best, able, "DesiredWithinRange"
+        up_w, _, _ = self.rules("scaleUp")
+        down_w, _, _ = self.rules("scaleDown")
+        at_now = self.now()
+        up_cut = at_now - timedelta(seconds=up_w)
+        down_cut = at_now - timedelta(seconds=down_w)
+        up_rec = down_rec = proposal
+        old = None
+        for i, (v, at) in enumerate(self.recs):
+            if at > up_cut:
+                up_rec = min(v, up_rec)
+            if at > down_cut:
+                down_rec = max(v, down_rec)
+            if at < up_cut and at < down_cut:
+                old = i
+        rec = current
+        rec = max(rec, up_rec)
+        rec = min(rec, down_rec)
+        entry = [proposal, self.now()]
+        if old is None:
+            self.recs.append(entry)
+        else:
+            self.recs[old] = entry
+        if rec == proposal:
+            able = "ReadyForNewScale"
+        else:
+            able = "ScaleUpStabilized" if proposal >= current else "ScaleDownStabilized"
+        if rec > current:
+            lim = max(self.limit(current, True), current)
+            bound, why = (lim, "ScaleUpLimit") if self.hi > lim else (self.hi, "TooManyReplicas")
+            if rec > bound:
+                return bound, able, why
+        elif rec < current:
+            lim = min(self.limit(current, False), current)
+            bound, why = (lim, "ScaleDownLimit") if self.lo < lim else (self.lo, "TooFewReplicas")
+            if rec < bound:
+                return bound, able, why
+        return rec, able, "DesiredWithinRange"
+
+    def store(self, prev: int, new: int) -> None:
+        if self.behavior is None:
+            return
+        up = new > prev
+        _, _, pols = self.rules("scaleUp" if up else "scaleDown")
+        longest = max([0, *(p["periodSeconds"] for p in pols)])
+        events = self.up if up else self.down
+        cutoff = self.now() - timedelta(seconds=longest)
+        for e in events:
+            if e[1] < cutoff:
+                e[2] = True
+        old = None
+        for i, e in enumerate(events):
+            if e[2]:
+                old = i
+        entry = [abs(new - prev), self.now(), False]
+        if old is None:
+            events.append(entry)
+        else:
+            events[old] = entry
+        self.end = self.clock
+
+
+_periods = st.sampled_from([15, 30, 45, 60, 90])
+_policy = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["Pods", "Percent"]),
+        "value": st.integers(1, 150),
+        "periodSeconds": _periods,
+    }
+)
+
+
+def _rules() -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "stabilizationWindowSeconds": st.sampled_from([0, 15, 30, 45, 60, 120, 300]),
+            "selectPolicy": st.sampled_from(["Max", "Min", "Disabled"]),
+            "policies": st.lists(_policy, min_size=1, max_size=3),
+        },
+    )
+
+
+_behavior = st.one_of(
+    st.none(),
+    st.fixed_dictionaries({}, optional={"scaleUp": _rules(), "scaleDown": _rules()}),
+)
+_steps = st.lists(
+    st.tuples(
+        st.sampled_from([15, 15, 15, 15, 30, 45, 60, 300]),
+        st.integers(1, 60),
+        st.booleans() | st.just(True),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    behavior=_behavior,
+    lo=st.integers(1, 3),
+    hi=st.integers(8, 40),
+    start=st.integers(1, 40),
+    flag=st.sampled_from([0, 15, 60, 300]),
+    steps=_steps,
+)
+def test_s16_normalization_matches_go_with_real_clock(
+    behavior: Mapping[str, Any] | None,
+    lo: int,
+    hi: int,
+    start: int,
+    flag: int,
+    steps: list[tuple[int, int, bool]],
+) -> None:
+    start = min(max(start, lo), hi)
+    sim = Sim(
+        raw_hpa([ext_avg()], min_replicas=lo, max_replicas=hi, behavior=behavior),
+        start,
+        config=CoreConfig(downscale_stabilization=timedelta(seconds=flag)),
+    )
+    model = GoModel(behavior, lo, hi, flag)
+    t = 0
+    for gap, usage, write_ok in steps:
+        current = sim.replicas
+        ratio = float(usage * 1000) / (1000.0 * float(current))
+        proposal = current if 0.9 <= ratio <= 1.1 else usage
+        plan = decide(sim.inputs(t, [ext(usage * 1000, t=t)]))
+        assert plan.explanation.metric_proposal == proposal
+        want, able, limited = model.reconcile(t, current, proposal)
+        assert plan.desired_replicas == want, (t, current, proposal)
+        got = {c.type: c.reason for c in plan.conditions}
+        assert got["AbleToScale"] == able, t
+        assert got["ScalingLimited"] == limited, t
+        result = None
+        if plan.rescale:
+            result = ScaleWriteResult.succeeded() if write_ok else ScaleWriteResult.failed("x")
+            if write_ok:
+                sim.replicas = want
+                model.store(current, want)
+        sim.apply(t, finalize(plan, result))
+        t += gap
