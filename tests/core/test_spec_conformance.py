@@ -1972,3 +1972,266 @@ def test_s16_normalization_matches_go_with_real_clock(
                 model.store(current, want)
         sim.apply(t, finalize(plan, result))
         t += gap
+
+
+# ============================================================== more §6 / §12
+
+
+def test_s6_1_all_failed_first_condition_and_error() -> None:
+    sim = Sim(raw_hpa([ext_avg("a"), pods_metric("qps")]), 3)
+    e1 = MetricFetchError("unable to fetch metrics from external metrics API: down")
+    e2 = MetricFetchError("unable to fetch metrics from custom metrics API: down")
+    out = sim.sync(0, [e1, e2], pods(3))
+    first = "unable to get external metric ns/a/nil: unable to fetch metrics from external metrics API: down"
+    second = "unable to get metric qps: unable to fetch metrics from custom metrics API: down"
+    agg = (
+        "invalid metrics (2 invalid out of 2), first error is: failed to get a external metric "
+        f"value: failed to get a external metric: {first}"
+    )
+    assert evs(out) == [
+        ("Warning", "FailedGetExternalMetric", first),
+        ("Warning", "FailedGetPodsMetric", second),
+        ("Warning", "FailedComputeMetricsReplicas", agg),
+    ]
+    assert cond(out.status_raw, "ScalingActive") == (
+        "False",
+        "FailedGetExternalMetric",
+        f"the HPA was unable to compute the replica count: {first}",
+        ts(0),
+    )
+    assert out.status_raw["currentMetrics"] == [{"type": ""}, {"type": ""}]
+    assert out.error_label == "internal"
+
+
+def test_s6_1_partial_failure_with_proposal_equal_current_proceeds() -> None:
+    sim = Sim(raw_hpa([ext_avg("a"), ext_avg("b")]), 3)
+    err = MetricFetchError("no metrics returned from external metrics API")
+    out = sim.sync(0, [ext(3000), err])
+    # max of the successful proposals (3) is not below specReplicas (3) → not a failure.
+    assert cond(out.status_raw, "ScalingActive")[:2] == ("True", "ValidMetricFound")
+    assert [e[1] for e in evs(out)] == ["FailedGetExternalMetric"]
+    assert out.status_raw["desiredReplicas"] == 3
+    assert out.rescaled is False
+    assert out.error is not None and out.error.startswith("invalid metrics (1 invalid out of 2)")
+
+
+def test_s6_1_invalid_metric_source_type_is_a_spec_error() -> None:
+    raw = raw_hpa([{"type": "Bogus"}])
+    sim = Sim(raw, 3)
+    out = sim.sync(0, [None])
+    msg = 'unknown metric source type "Bogus"'
+    assert evs(out) == [
+        ("Warning", "InvalidMetricSourceType", msg),
+        (
+            "Warning",
+            "FailedComputeMetricsReplicas",
+            f"invalid metrics (1 invalid out of 1), first error is: {msg}",
+        ),
+    ]
+    assert cond(out.status_raw, "ScalingActive")[1] == "InvalidMetricSourceType"
+    assert out.error_label == "spec"
+
+
+def test_s6_5_1_plain_scale_down_missing_pod_gets_target() -> None:
+    ps = pods(3)
+    vals = {p.name: PodMetric(T0, timedelta(minutes=1), 5000) for p in ps[:2]}
+    sim = Sim(
+        raw_hpa(
+            [pods_metric("qps", "10")], behavior={"scaleDown": {"stabilizationWindowSeconds": 0}}
+        ),
+        3,
+    )
+    out = sim.sync(0, [vals], ps)
+    # ratio 0.5; missing pod gets 10 → ⌊20000/3⌋ = 6666 → 0.6666 → ceil(1.9998) = 2.
+    assert sim.replicas == 2
+    assert out.status_raw["currentMetrics"][0]["pods"]["current"] == {"averageValue": "5"}
+
+
+def test_s6_5_resource_average_value_name_and_wrap() -> None:
+    cpu_avg = {
+        "type": "Resource",
+        "resource": {"name": "cpu", "target": {"type": "AverageValue", "averageValue": "500m"}},
+    }
+    ps = pods(2)
+    sim = Sim(raw_hpa([cpu_avg]), 2)
+    out = sim.sync(0, [cpu_samples(ps, 1000, 0)], ps)
+    assert evs(out) == [
+        ("Normal", "SuccessfulRescale", "New size: 4; reason: cpu resource above target")
+    ]
+    assert out.status_raw["currentMetrics"] == [
+        {"type": "Resource", "resource": {"name": "cpu", "current": {"averageValue": "1"}}}
+    ]
+    sim = Sim(raw_hpa([cpu_avg]), 2)
+    out = sim.sync(
+        0, [MetricFetchError("unable to fetch metrics from resource metrics API: x")], ps
+    )
+    chain = (
+        "failed to get cpu usage: unable to get metrics for resource cpu: "
+        "unable to fetch metrics from resource metrics API: x"
+    )
+    assert evs(out)[0] == ("Warning", "FailedGetResourceMetric", chain)
+
+
+def test_s6_7_object_average_value_status_and_name() -> None:
+    m = object_metric("rps", "10")
+    m["object"]["target"] = {"type": "AverageValue", "averageValue": "10"}
+    sim = Sim(raw_hpa([m]), 2)
+    out = sim.sync(0, [ObjectMetricValue(50000, T0)], pods(2))
+    # ratio 50/(10 x 2) = 2.5 → ceil(50/10) = 5, legacy cap 4.
+    assert sim.replicas == 4
+    assert evs(out) == [
+        (
+            "Normal",
+            "SuccessfulRescale",
+            "New size: 4; reason: external metric rps(nil) above target",
+        )
+    ]
+    assert out.status_raw["currentMetrics"] == [
+        {
+            "type": "Object",
+            "object": {
+                "metric": {"name": "rps"},
+                "current": {"averageValue": "25"},
+                "describedObject": {"kind": "", "name": ""},
+            },
+        }
+    ]
+
+
+def test_s6_7_external_value_counts_ready_pods_even_when_usage_is_high() -> None:
+    ps = (*pods(1), *(pod_view_from_raw(raw_pod(f"web-u{i}", ready="False")) for i in range(3)))
+    sim = Sim(
+        raw_hpa(
+            [ext_value_metric("q", "10")], behavior={"scaleDown": {"stabilizationWindowSeconds": 0}}
+        ),
+        4,
+    )
+    # usage 20 vs 10: ratio 2 x 1 ready pod = 2 < current 4 → scale down although usage > target.
+    out = sim.sync(0, [ext(20000)], ps)
+    assert sim.replicas == 2
+    assert evs(out) == [
+        ("Normal", "SuccessfulRescale", "New size: 2; reason: All metrics below target")
+    ]
+
+
+def test_s6_7_external_value_no_pods_error() -> None:
+    sim = Sim(raw_hpa([ext_value_metric("q", "10")]), 2)
+    out = sim.sync(0, [ext(30000)], [])
+    assert evs(out)[0] == (
+        "Warning",
+        "FailedGetExternalMetric",
+        "unable to calculate ready pods: no pods returned by selector while calculating replica count",
+    )
+
+
+def test_s12_cpu_metrics_api_down_chain() -> None:
+    ps = pods(2)
+    sim = Sim(raw_hpa([cpu_util()]), 2)
+    err = MetricFetchError(
+        "unable to fetch metrics from resource metrics API: the server is currently unable to handle the request"
+    )
+    out = sim.sync(0, [err], ps)
+    chain = (
+        "failed to get cpu utilization: unable to get metrics for resource cpu: unable to fetch "
+        "metrics from resource metrics API: the server is currently unable to handle the request"
+    )
+    assert evs(out)[0] == ("Warning", "FailedGetResourceMetric", chain)
+    assert cond(out.status_raw, "ScalingActive")[2] == (
+        f"the HPA was unable to compute the replica count: {chain}"
+    )
+
+
+def test_s12_external_value_api_down_chain_with_selector() -> None:
+    m = ext_value_metric("q", "10")
+    m["external"]["metric"]["selector"] = {"matchLabels": {"queue": "jobs"}}
+    sim = Sim(raw_hpa([m]), 2)
+    err = MetricFetchError("unable to fetch metrics from external metrics API: boom")
+    out = sim.sync(0, [err], pods(2))
+    sel = "&LabelSelector{MatchLabels:map[string]string{queue: jobs,},MatchExpressions:[]LabelSelectorRequirement{},}"
+    e = f"unable to get external metric ns/q/{sel}: unable to fetch metrics from external metrics API: boom"
+    assert evs(out)[0] == ("Warning", "FailedGetExternalMetric", e)
+    assert evs(out)[1][2] == (
+        "invalid metrics (1 invalid out of 1), first error is: "
+        f"failed to get q external metric value: failed to get external metric q: {e}"
+    )
+
+
+def test_s3_error_texts_per_stage() -> None:
+    sim = Sim(raw_hpa([ext_avg()]), 3)
+    h = hpa_from_raw(sim.raw)
+    for stage, want in [
+        ("version", "invalid API version in scale target reference: bad"),
+        ("mapping", "unable to determine resource for scale target reference: bad"),
+        ("get", "failed to query scale subresource for Deployment/ns/web: bad"),
+    ]:
+        inp = SyncInputs(
+            hpa=h,
+            scale=None,
+            pods=(),
+            metrics=(),
+            history=History(),
+            config=CoreConfig(),
+            now=T0,
+            scale_error="bad",
+            scale_error_stage=stage,  # type: ignore[arg-type]
+        )
+        out = finalize(decide(inp), None)
+        assert out.error == want
+        assert evs(out) == [("Warning", "FailedGetScale", "bad")]
+        assert out.error_label == ("spec" if stage == "version" else "internal")
+
+
+def test_s4_unregistered_hpa_not_counted_for_ambiguity() -> None:
+    ps = pods(2)
+    sim = Sim(raw_hpa([ext_avg()]), 2)
+    # This HPA is not in the store; exactly one other HPA selects the pods → not ambiguous.
+    out = sim.sync(0, [ext(4000)], ps, hpa_selectors={"ns/other": parse_selector("app=web")})
+    assert sim.replicas == 4
+    assert cond(out.status_raw, "ScalingActive")[1] == "ValidMetricFound"
+
+
+# ============================================================== §13 v1 objects
+
+
+def test_s13_v1_hpa_is_legacy_cpu_target() -> None:
+    from hpactl.model.conversion import hpa_v1_to_v2
+
+    v1 = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"namespace": NS, "name": "web", "generation": 1},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "maxReplicas": 10,
+            "targetCPUUtilizationPercentage": 50,
+        },
+    }
+    h = hpa_from_raw(hpa_v1_to_v2(v1))
+    assert h.spec.behavior is None
+    assert h.spec.min_replicas in (None, 1)
+    m = h.spec.metrics
+    assert len(m) == 1 and m[0].resource is not None
+    assert m[0].resource.name == "cpu" and m[0].resource.target.average_utilization == 50
+    # No target and no metrics annotation → the default 80%.
+    del v1["spec"]["targetCPUUtilizationPercentage"]
+    h = hpa_from_raw(hpa_v1_to_v2(v1))
+    assert [
+        (x.resource.name, x.resource.target.average_utilization)
+        for x in h.spec.metrics
+        if x.resource
+    ] == [("cpu", 80)]
+
+
+def test_s13_v1_behavior_annotation_switches_to_behavior_path() -> None:
+    from hpactl.model.conversion import hpa_v1_to_v2, hpa_v2_to_v1
+
+    v2 = raw_hpa([cpu_util(50)], behavior={"scaleDown": {"stabilizationWindowSeconds": 0}})
+    v1 = hpa_v2_to_v1(v2)
+    assert "spec" in v1 and "behavior" not in v1["spec"]
+    back = hpa_from_raw(hpa_v1_to_v2(v1))
+    assert back.spec.behavior is not None
+    assert back.spec.behavior.scale_down.stabilization_window_seconds == 0
+    ps = pods(4)
+    sim = Sim(hpa_v1_to_v2(v1), 4)
+    sim.sync(0, [cpu_samples(ps, 100, 0)], ps)
+    assert sim.replicas == 1  # no 5-minute legacy window
