@@ -92,7 +92,7 @@ async def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         auth=args.auth,
-        tls=True if (args.tls or args.auth) else None,
+        tls=args.tls or args.auth,
         faults=bool(args.fault),
         history_size=args.history_size,
         bookmark_interval=args.bookmark_interval,

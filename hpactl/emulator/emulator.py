@@ -57,7 +57,7 @@ class Emulator:
         metrics: bool = True,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         git_version: str = "v1.32.0",
-        tls: bool | None = None,
+        tls: bool = False,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -75,8 +75,8 @@ class Emulator:
             {self.admin_token: (ADMIN_USER, list(ADMIN_GROUPS))} if auth else None
         )
         self.auth = auth
-        # kubectl sends credentials only over https: TLS defaults to on with auth.
-        self.tls = auth if tls is None else tls
+        # kubectl sends credentials only over https: use tls=True with auth for kubectl.
+        self.tls = tls
         self._cert: Any = None
         self.metrics: Any = self._make_metrics_state() if metrics else None
         authorizer: Any = None

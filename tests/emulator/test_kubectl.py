@@ -362,7 +362,7 @@ async def test_create_commands_send_protobuf(emulator: Emulator, kubeconfig: Pat
 
 async def test_auth_mode_serves_tls_and_enforces_rbac(tmp_path: Path) -> None:
     pytest.importorskip("hpactl.emulator.rbac")
-    async with Emulator(auth=True) as emu:
+    async with Emulator(auth=True, tls=True) as emu:
         assert emu.url.startswith("https://")
         admin = emu.write_kubeconfig(tmp_path / "admin")
         sa = emu.write_kubeconfig(
