@@ -336,7 +336,7 @@ class HorizontalController:
             history=history,
             config=self.config,
             now=now,
-            hpa_selectors=self.selectors.snapshot(hpa.namespace),
+            hpa_selectors=self.selectors.relevant(key, {frozenset(p.labels.items()) for p in pods}),
             scale_error=read.error,
         )
         fetched: list[FetchedMetric] = []
