@@ -1,0 +1,142 @@
+"""Every example in examples/ runs, and does what docs/simulate.md says it shows."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from hpactl.simulate.runner import Simulation, StepResult
+from hpactl.simulate.scenario import load_scenario
+
+pytestmark = pytest.mark.timeout(90)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+async def run(name: str) -> list[StepResult]:
+    async with Simulation(load_scenario(EXAMPLES / f"{name}.yaml")) as sim:
+        return await sim.run()
+
+
+def replicas(results: list[StepResult], target: str) -> list[int]:
+    return [r.targets[target]["replicas"] for r in results]
+
+
+def at(results: list[StepResult], hhmmss: str) -> StepResult:
+    return next(r for r in results if r.time.strftime("%H:%M:%S") == hhmmss)
+
+
+def changes(series: list[int]) -> list[int]:
+    out = [series[0]]
+    for v in series[1:]:
+        if v != out[-1]:
+            out.append(v)
+    return out
+
+
+def test_every_example_is_tested() -> None:
+    tested = {
+        "flash-crowd",
+        "flash-crowd-rate-limited",
+        "noisy-no-stabilization",
+        "noisy-stabilized",
+        "multiple-metrics",
+        "external-queue",
+        "unready-startup",
+    }
+    assert {p.stem for p in EXAMPLES.glob("*.yaml")} == tested
+
+
+async def test_flash_crowd_default_behavior() -> None:
+    results = await run("flash-crowd")
+    series = replicas(results, "Deployment/shop/checkout")
+    # Legacy scale-up limit (no behavior): at most max(2x, 4) per sync.
+    assert changes(series) == [2, 4, 8, 16, 18, 2]
+    assert at(results, "00:03:00").targets["Deployment/shop/checkout"]["replicas"] == 18
+    # The crowd leaves at 10m15s; the 5-minute scale-down window holds 18 until 15m.
+    assert at(results, "00:14:45").targets["Deployment/shop/checkout"]["replicas"] == 18
+    down = at(results, "00:15:00")
+    assert down.targets["Deployment/shop/checkout"]["replicas"] == 2
+    assert down.events[0]["reason"] == "SuccessfulRescale"
+    assert down.events[0]["message"] == "New size: 2; reason: All metrics below target"
+
+
+async def test_flash_crowd_rate_limited() -> None:
+    results = await run("flash-crowd-rate-limited")
+    series = replicas(results, "Deployment/shop/checkout")
+    assert changes(series) == [2, 4, 6, 8, 10, 12, 14, 16, 2]
+    # Two pods per minute: never more than +2 within any 60 s.
+    for i, r in enumerate(results):
+        window = [x for x in results[: i + 1] if (r.time - x.time).total_seconds() < 60]
+        grown = r.targets["Deployment/shop/checkout"]["replicas"] - min(
+            x.targets["Deployment/shop/checkout"]["replicas"] for x in window
+        )
+        assert grown <= 2
+    limited = next(
+        c
+        for c in at(results, "00:03:00").hpas["shop/checkout"]["conditions"]
+        if c["type"] == "ScalingLimited"
+    )
+    assert (limited["status"], limited["reason"]) == ("True", "ScaleUpLimit")
+
+
+async def test_noisy_metric_without_and_with_stabilization() -> None:
+    flappy = await run("noisy-no-stabilization")
+    steady = await run("noisy-stabilized")
+    f = changes(replicas(flappy, "Deployment/default/api"))
+    s = changes(replicas(steady, "Deployment/default/api"))
+    downs = sum(1 for a, b in itertools.pairwise(f) if b < a)
+    assert downs >= 15
+    # With the 5-minute window: up once, held through the noise, down once after it.
+    assert s == [5, 7, 2]
+    assert at(steady, "00:19:45").targets["Deployment/default/api"]["replicas"] == 7
+    assert at(steady, "00:20:00").targets["Deployment/default/api"]["replicas"] == 2
+
+
+async def test_multiple_metrics_takes_the_largest() -> None:
+    results = await run("multiple-metrics")
+    assert changes(replicas(results, "StatefulSet/default/api")) == [3, 6, 10]
+    r = at(results, "00:03:00")
+    assert r.events[0]["message"] == (
+        "New size: 6; reason: pods metric requests_per_second above target"
+    )
+    final = results[-1].hpas["default/api"]
+    cpu, rps = final["currentMetrics"]
+    assert cpu["type"] == "Resource" and cpu["resource"]["current"]["averageUtilization"] < 60
+    assert rps["pods"]["current"]["averageValue"] == "10"
+    assert final["desiredReplicas"] == 10
+
+
+async def test_external_queue() -> None:
+    results = await run("external-queue")
+    assert changes(replicas(results, "Deployment/default/worker")) == [1, 4, 8, 14, 5, 1]
+    # Per-replica value = total / status.replicas: 420 messages (orders only) over
+    # the 8 workers running when it was read, then over 14.
+    scaled = at(results, "00:02:00").hpas["default/worker"]
+    assert scaled["currentMetrics"][0]["external"]["current"]["averageValue"] == "52500m"
+    peak = at(results, "00:02:15").hpas["default/worker"]
+    assert peak["currentMetrics"][0]["external"]["current"]["averageValue"] == "30"
+    last = results[-1]
+    active = next(
+        c for c in last.hpas["default/worker"]["conditions"] if c["type"] == "ScalingActive"
+    )
+    assert (active["status"], active["reason"]) == ("False", "FailedGetExternalMetric")
+    assert last.targets["Deployment/default/worker"]["replicas"] == 1
+
+
+async def test_unready_pods_at_startup() -> None:
+    results = await run("unready-startup")
+    series = replicas(results, "Deployment/default/billing")
+    assert changes(series) == [3, 6, 12]
+    # While every pod is starting the HPA has no usable CPU sample.
+    first = results[0].hpas["default/billing"]
+    active = next(c for c in first["conditions"] if c["type"] == "ScalingActive")
+    assert active["reason"] == "FailedGetResourceMetric"
+    assert "pods might be unready" in active["message"]
+    assert at(results, "00:02:15").targets["Deployment/default/billing"]["replicas"] == 3
+    # 6 cores over 12 Ready pods of 1 core is exactly the 50% target: it stays there.
+    final = results[-1].hpas["default/billing"]
+    assert final["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 50
+    assert series[-1] == 12
