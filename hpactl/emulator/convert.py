@@ -142,8 +142,10 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
             if not isinstance(labels, dict):
                 labels = meta["labels"] = {}
             labels["kubernetes.io/metadata.name"] = name
-        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
-        obj.setdefault("status", {"phase": "Active"})
+        if not obj.get("spec"):
+            obj["spec"] = {"finalizers": ["kubernetes"]}
+        if not obj.get("status"):
+            obj["status"] = {"phase": "Active"}
         return
     if rt.plural == "pods" and not rt.group:
         spec = obj.get("spec")
@@ -154,7 +156,7 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
             spec.setdefault("schedulerName", "default-scheduler")
             spec.setdefault("enableServiceLinks", True)
         status = obj.get("status")
-        if not isinstance(status, dict):
+        if not isinstance(status, dict) or not status:
             obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj)}
         return
 

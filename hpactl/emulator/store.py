@@ -285,7 +285,8 @@ class Store:
         else:
             meta.pop("generation", None)
         if rt.status and not keep_status:
-            obj.pop("status", None)
+            # Create resets status: the Go struct's zero value as JSON.
+            obj["status"] = _zero_status(rt)
         if self._defaulter is not None:
             self._defaulter(rt, obj)
         if dry_run:
@@ -319,10 +320,8 @@ class Store:
         old_obj = old.obj
         if subresource == "status":
             new = copy.deepcopy(old_obj)
-            if "status" in obj:
-                new["status"] = obj["status"]
-            else:
-                new.pop("status", None)
+            status = obj.get("status")
+            new["status"] = status if status is not None else _zero_status(rt)
         else:
             new = obj
             new_meta = new["metadata"]
@@ -565,6 +564,13 @@ class Store:
             self.create_entry(rt, ns, new, keep_status=True)
             n += 1
         return n
+
+
+def _zero_status(rt: ResourceType) -> Obj:
+    """JSON of an empty status struct (fields without omitempty appear)."""
+    if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
+        return {"currentMetrics": None, "desiredReplicas": 0}
+    return {}
 
 
 def _copy(e: Entry) -> Obj:

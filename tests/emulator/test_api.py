@@ -768,3 +768,18 @@ async def test_server_side_tables(http: Http) -> None:
     assert t["rows"][0]["object"]["kind"] == "Pod"
     _code, t = await http.get("/apis/rbac.authorization.k8s.io/v1/clusterroles", accept=TABLE)
     assert [c["name"] for c in t["columnDefinitions"]] == ["Name", "Created At"]
+
+
+async def test_create_resets_status_to_the_zero_struct(http: Http) -> None:
+    body = hpa_v2("web", "web")
+    body["status"] = {"currentReplicas": 9, "desiredReplicas": 9}
+    _code, created = await http.post(HPAS, body)
+    # autoscaling/v2 HorizontalPodAutoscalerStatus: desiredReplicas and currentMetrics
+    # have no omitempty, so an empty status still shows them.
+    assert created["status"] == {"currentMetrics": None, "desiredReplicas": 0}
+    _code, v1 = await http.get(HPAS_V1 + "/web")
+    assert v1["status"] == {"currentReplicas": 0, "desiredReplicas": 0}
+    dep = deployment("web")
+    dep["status"] = {"replicas": 3}
+    _code, created = await http.post(DEPLOYMENTS, dep)
+    assert created["status"] == {}
