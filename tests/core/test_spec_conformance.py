@@ -2235,3 +2235,91 @@ def test_s13_v1_behavior_annotation_switches_to_behavior_path() -> None:
     sim = Sim(hpa_v1_to_v2(v1), 4)
     sim.sync(0, [cpu_samples(ps, 100, 0)], ps)
     assert sim.replicas == 1  # no 5-minute legacy window
+
+
+# ============================================================== remaining §6 points
+
+
+def test_s6_3_succeeded_pods_not_special_cased() -> None:
+    done = pod_view_from_raw(raw_pod("web-done", phase="Succeeded", ready="False"))
+    ps = (*pods(2), done)
+    vals = {
+        ps[0].name: PodMetric(T0, timedelta(minutes=1), 10000),
+        ps[1].name: PodMetric(T0, timedelta(minutes=1), 10000),
+        done.name: PodMetric(T0, timedelta(minutes=1), 40000),
+    }
+    sim = Sim(raw_hpa([pods_metric("qps", "10")]), 3)
+    out = sim.sync(0, [vals], ps)
+    # average 20 over all three samples → ratio 2 → ceil(2 x 3) = 6.
+    assert sim.replicas == 6
+    assert out.status_raw["currentMetrics"][0]["pods"]["current"] == {"averageValue": "20"}
+
+
+def test_s6_4_superfluous_samples_ignored() -> None:
+    ps = pods(2)
+    ghost = pod_view_from_raw(raw_pod("ghost"))
+    vals = cpu_samples((*ps, ghost), [900, 900, 100], 0)
+    sim = Sim(raw_hpa([cpu_util(50)]), 2)
+    out = sim.sync(0, [vals], ps)
+    assert sim.replicas == 4
+    assert out.status_raw["currentMetrics"][0]["resource"]["current"] == {
+        "averageValue": "900m",
+        "averageUtilization": 90,
+    }
+
+
+def test_s6_4_zero_requests_error() -> None:
+    ps = pods(2, cpu_request="0")
+    sim = Sim(raw_hpa([cpu_util(50)]), 2)
+    out = sim.sync(0, [cpu_samples(ps, 500, 0)], ps)
+    assert evs(out)[0] == (
+        "Warning",
+        "FailedGetResourceMetric",
+        "failed to get cpu utilization: no metrics returned matched known pods",
+    )
+
+
+def test_s6_4_all_samples_unready_error() -> None:
+    ps = tuple(pod_view_from_raw(raw_pod(f"web-{i}", phase="Pending")) for i in range(2))
+    sim = Sim(raw_hpa([cpu_util(50)]), 2)
+    out = sim.sync(0, [cpu_samples(ps, 500, 0)], ps)
+    assert evs(out)[0][2] == (
+        "failed to get cpu utilization: did not receive metrics for targeted pods (pods might be unready)"
+    )
+
+
+def test_s6_7_external_value_sums_series() -> None:
+    sim = Sim(raw_hpa([ext_value_metric("q", "1")], max_replicas=20), 2)
+    out = sim.sync(0, [ext(3000, 4000)], pods(2))
+    # 7 / 1 x 2 ready pods = 14, legacy cap max(2 x 2, 4) = 4.
+    assert sim.replicas == 4
+    assert out.status_raw["currentMetrics"][0]["external"]["current"] == {"value": "7"}
+
+
+def test_s6_2_failure_at_zero_keeps_zero_then_recovers() -> None:
+    status = {
+        "desiredReplicas": 0,
+        "conditions": [
+            {
+                "type": "ScaledToZero",
+                "status": "True",
+                "lastTransitionTime": ts(-600),
+                "reason": "ScaledToZero",
+                "message": ZERO,
+            }
+        ],
+    }
+    sim = Sim(raw_hpa([ext_value_metric("q", "10")], min_replicas=0, status=status), 0)
+    out = sim.sync(0, [MetricFetchError("unable to fetch metrics from external metrics API: down")])
+    assert sim.replicas == 0 and out.rescaled is False
+    assert out.status_raw["desiredReplicas"] == 0
+    assert cond(out.status_raw, "ScalingActive")[:2] == ("False", "FailedGetExternalMetric")
+    assert cond(out.status_raw, "ScaledToZero") == ("True", "ScaledToZero", ZERO, ts(-600))
+    out = sim.sync(15, [ext(15000, t=15)])
+    assert sim.replicas == 2
+    assert cond(out.status_raw, "ScalingActive") == (
+        "True",
+        "ValidMetricFound",
+        valid(Q_NAME),
+        ts(15),
+    )
