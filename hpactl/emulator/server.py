@@ -12,7 +12,6 @@ import contextlib
 import copy
 import json
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +35,6 @@ from hpactl.emulator.store import (
     decode_continue,
     dumps,
     encode_continue,
-    format_timestamp,
 )
 
 Obj = dict[str, Any]
@@ -1110,6 +1108,10 @@ class ApiServer:
                 raise errors.not_found("", "namespaces", name)
             self.store.delete_namespace_contents(name)
         srt = self._storage_rt(rt)
+        if srt.plural == "customresourcedefinitions" and not srt.custom and not dry:
+            current = self.store.get_entry(srt.storage_key, "", name)
+            if current is not None and not current.obj["metadata"].get("finalizers"):
+                self._drop_custom_resources(current.obj)
         entry, gone = self.store.delete_entry(
             srt,
             ns,
@@ -1118,8 +1120,6 @@ class ApiServer:
             precondition_rv=pre.get("resourceVersion"),
             dry_run=dry,
         )
-        if srt.plural == "customresourcedefinitions" and gone and not dry:
-            self._drop_custom_resources(entry.obj)
         if rt.delete_returns_object or not gone:
             return self._single(request, rt, entry, 200 if gone else 202)
         details: Obj = {"name": name, "kind": rt.plural, "uid": entry.obj["metadata"].get("uid")}
@@ -1243,18 +1243,15 @@ class ApiServer:
                 self.registry.add(rt)
 
     def _drop_custom_resources(self, crd: Obj) -> None:
+        """Delete the custom resources of a CRD (while its resource is still registered)."""
         spec = crd.get("spec") or {}
         key = (str(spec.get("group", "")), str((spec.get("names") or {}).get("plural", "")))
         rt = self.registry.storage_type(*key)
-        t = self.store.table(key)
-        for ns, names in list(t.by_ns.items()):
-            for n in list(names):
-                e = names[n]
-                if rt is not None:
-                    self.store.delete_entry(rt, ns, n)
-                else:
-                    del names[n]
-                del e
+        if rt is None:
+            return
+        for e in list(self.store.iter_entries(key, None)):
+            m = e.obj["metadata"]
+            self.store.delete(rt.group, rt.plural, m.get("namespace", ""), m["name"])
 
 
 def _call_bool(obj: Any, method: str, path: str) -> bool:
@@ -1380,10 +1377,3 @@ def validate(rt: ResourceType, obj: Obj) -> None:
             )
     if causes:
         raise errors.invalid(rt.kind, rt.group, name, causes)
-
-
-def now_timestamp(store: Store) -> str:
-    return format_timestamp(store.now())
-
-
-_ = time  # monotonic clock available for future use
