@@ -14,7 +14,10 @@
   :class:`SyncRecord` and emits the ``hpa.sync`` span, the ``hpa.synced`` log event
   and the Prometheus observations.
 * :meth:`HorizontalController.sync_all` syncs every cached HPA once (sorted keys,
-  bounded concurrency): the deterministic entry point of ``hpactl simulate``.
+  bounded concurrency): the deterministic entry point of ``hpactl simulate``. Syncs
+  start in key order and each records its selector before its first wait on I/O
+  (for targets read from the caches), so the selector store — and with it the
+  ambiguity check — evolves as if the HPAs were synced one after the other.
 * ``start_scheduling`` / ``stop_scheduling`` run a :class:`SyncSupervisor` (the leader
   only). Starting afresh drops every history: a new leader starts empty, as upstream.
 """
@@ -56,6 +59,7 @@ from hpactl.kube.scaling import update_scale
 from hpactl.kube.session import KubeSession
 from hpactl.kube.status import update_hpa_status
 from hpactl.model.hpa import HPA
+from hpactl.model.selectors import parse_selector
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.tracing import SPAN_SCALE_UPDATE, SPAN_STATUS_UPDATE, SPAN_SYNC
 
@@ -342,6 +346,10 @@ class HorizontalController:
         fetched: list[FetchedMetric] = []
         if needs_metrics(inputs):
             assert read.scale is not None
+            # validateAndParseSelector records the selector before any metric is
+            # fetched; doing the same here (before the first await) also makes
+            # concurrent syncs in sync_all see each other in key order.
+            self.selectors.set(key, parse_selector(read.scale.selector))
             fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector)
             inputs = replace(inputs, metrics=tuple(f.value for f in fetched))
         plan = decide(inputs)

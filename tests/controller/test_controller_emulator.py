@@ -215,7 +215,11 @@ async def test_overlapping_hpas_are_ambiguous(env: Env) -> None:
     env.set_cpu(names, "200m")
     env.emu.store.create(hpa("one", "web"))
     env.emu.store.create(hpa("two", "web"))
-    await env.step()  # "one" (first in key order) may still scale once, as upstream
+    # First round, in key order: "one" still sees "two" registered with the
+    # match-nothing selector and scales once (as upstream); "two" then sees "one".
+    recs = {r.key: r for r in await env.step()}
+    assert recs["default/one"].rescaled
+    assert "ambiguous-selector" in recs["default/two"].explanation.limited_by
     recs = {r.key: r for r in await env.step(15)}
     for key in ("default/one", "default/two"):
         assert "ambiguous-selector" in recs[key].explanation.limited_by
