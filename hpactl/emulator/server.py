@@ -8,10 +8,8 @@ the verb.  Metrics API routes (hpactl.emulator.metrics_api) are registered befor
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,7 +163,7 @@ def error_response(err: errors.ApiError) -> web.Response:
     return json_response(err.status(), err.code)
 
 
-def _accept_table(accept: str) -> str | None:
+def accept_table(accept: str) -> str | None:
     """ "v1"/"v1beta1" when the client asked for a meta.k8s.io Table first."""
     for part in accept.split(","):
         params = {}
@@ -476,8 +474,10 @@ class ApiServer:
         if verb == "list":
             return self._list(request, rt, ns if rt.namespaced and attrs.namespace else None)
         if verb == "watch":
-            return await self._watch(
-                request, rt, ns if rt.namespaced and attrs.namespace else None, attrs.name
+            from hpactl.emulator.watch import serve_watch
+
+            return await serve_watch(
+                self, request, rt, ns if rt.namespaced and attrs.namespace else None, attrs.name
             )
         if verb == "get":
             return self._get(request, rt, ns, attrs.name, sub)
@@ -516,7 +516,7 @@ class ApiServer:
     def _single(
         self, request: web.Request, rt: ResourceType, entry: Entry, status: int = 200
     ) -> web.Response:
-        mode = _accept_table(request.headers.get("Accept", ""))
+        mode = accept_table(request.headers.get("Accept", ""))
         if mode is None:
             return json_response(self.served_raw(rt, entry), status)
         if mode.startswith("meta:"):
@@ -587,7 +587,7 @@ class ApiServer:
         if (
             faults is not None
             and rv_param not in ("", "0")
-            and _call_bool(faults, "force_gone", request.path)
+            and call_bool_hook(faults, "force_gone", request.path)
         ):
             raise errors.gone("The resourceVersion for the provided list is too old.")
         current = self.store.rv
@@ -660,7 +660,7 @@ class ApiServer:
             meta["continue"] = next_token
             if remaining is not None:
                 meta["remainingItemCount"] = remaining
-        mode = _accept_table(request.headers.get("Accept", ""))
+        mode = accept_table(request.headers.get("Accept", ""))
         if mode is not None and not mode.startswith("meta:"):
             t = tables.table(
                 rt,
@@ -682,253 +682,6 @@ class ApiServer:
         head = dumps({"kind": f"{rt.kind}List", "apiVersion": rt.group_version, "metadata": meta})
         items = ",".join(self.served_raw(rt, e) for e in selected)
         return json_response(f'{head[:-1]},"items":[{items}]}}')
-
-    # ---- watch ----------------------------------------------------------------------------
-
-    async def _watch(
-        self, request: web.Request, rt: ResourceType, ns: str | None, name: str
-    ) -> web.StreamResponse:
-        q = request.query
-        ls, fs = self._selectors(request, rt)
-        if name:
-            extra = parse_field_selector(f"metadata.name={name}", rt)
-            assert extra is not None
-            fs = FieldSelector((fs.requirements if fs else ()) + extra.requirements)
-        bookmarks = parse_bool(q["allowWatchBookmarks"]) if q.get("allowWatchBookmarks") else False
-        send_initial_s = q.get("sendInitialEvents", "")
-        send_initial = parse_bool(send_initial_s) if send_initial_s else False
-        if send_initial and (q.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks):
-            raise errors.invalid(
-                "ListOptions",
-                "meta.k8s.io",
-                "",
-                [
-                    (
-                        "sendInitialEvents",
-                        "FieldValueForbidden",
-                        "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
-                        "feature gate is enabled and allowWatchBookmarks is true and "
-                        "resourceVersionMatch is NotOlderThan",
-                    )
-                ],
-            )
-        timeout_s = q.get("timeoutSeconds", "")
-        if timeout_s:
-            try:
-                timeout = float(int(timeout_s))
-            except ValueError:
-                raise errors.bad_request(f'timeoutSeconds: Invalid value: "{timeout_s}"') from None
-        else:
-            mrt = self.config.min_request_timeout
-            timeout = mrt * (1 + random.random())
-        rv_param = q.get("resourceVersion", "")
-        mode = _accept_table(request.headers.get("Accept", ""))
-        table_mode = mode if mode is not None and not mode.startswith("meta:") else None
-        key = rt.storage_key
-        faults = self.hooks.faults
-
-        # Compute the backlog and subscribe with no await in between: the queue then
-        # holds exactly the events after the backlog.
-        initial: list[Entry] = []
-        backlog: list[WatchEvent] = []
-        gone_msg = ""
-        start_rv = self.store.rv
-        drop_after: int | None = None
-        if faults is not None:
-            if hasattr(faults, "watch_drop_after"):
-                drop_after = faults.watch_drop_after(request.path)
-            elif _call_bool(faults, "should_drop_watch", request.path):
-                drop_after = 0
-        if (
-            faults is not None
-            and rv_param not in ("", "0")
-            and _call_bool(faults, "force_gone", request.path)
-        ):
-            gone_msg = (
-                f"too old resource version: {rv_param or 0} ({self.store.oldest_available(key)})"
-            )
-        elif rv_param in ("", "0") or send_initial:
-            if rv_param not in ("", "0") and send_initial:
-                try:
-                    if int(rv_param) > start_rv:
-                        raise errors.ApiError(
-                            504,
-                            "Timeout",
-                            f"Too large resource version: {rv_param}, current: {start_rv}",
-                        )
-                except ValueError:
-                    raise errors.bad_request(
-                        f'resourceVersion: Invalid value: "{rv_param}"'
-                    ) from None
-            initial = list(self.store.iter_entries(key, ns))
-        else:
-            try:
-                want = int(rv_param)
-            except ValueError:
-                raise errors.bad_request(
-                    f'resourceVersion: Invalid value: "{rv_param}": must be a valid resource version'
-                ) from None
-            if self.store.too_old(key, want):
-                gone_msg = f"too old resource version: {want} ({self.store.oldest_available(key)})"
-            else:
-                backlog = [
-                    ev
-                    for ev in self.store.events_since(key, want)
-                    if ns is None or ev.namespace == ns
-                ]
-        watcher = self.store.subscribe(key, ns) if not gone_msg else None
-
-        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
-        resp.enable_chunked_encoding()
-        headers_sent = table_mode is None
-        try:
-            await resp.prepare(request)
-            if gone_msg:
-                err = errors.gone(gone_msg)
-                await resp.write(dumps({"type": "ERROR", "object": err.status()}).encode() + b"\n")
-                return resp
-            buf: list[str] = []
-            for e in initial:
-                if (ls is None and fs is None) or self._matches(e.obj, ls, fs):
-                    buf.append(self._event_line("ADDED", rt, e, table_mode, not headers_sent, q))
-                    headers_sent = True
-                if len(buf) >= 500 and drop_after is None:
-                    await resp.write("".join(buf).encode())
-                    buf = []
-            for ev in backlog:
-                line = self._transition(ev, rt, ls, fs, table_mode, not headers_sent, q)
-                if line:
-                    buf.append(line)
-                    headers_sent = True
-            if send_initial:
-                buf.append(self._bookmark_line(rt, start_rv, initial_end=True))
-            budget = [drop_after]  # injected fault: end the stream after this many events
-
-            async def emit(lines: list[str]) -> bool:
-                left = budget[0]
-                if left is not None:
-                    lines = lines[:left]
-                    budget[0] = left - len(lines)
-                if lines:
-                    await resp.write("".join(lines).encode())
-                return budget[0] != 0
-
-            if not await emit(buf):
-                return resp
-            assert watcher is not None
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            next_bookmark = loop.time() + self.config.bookmark_interval
-            while True:
-                now = loop.time()
-                if now >= deadline or self._stopping.is_set():
-                    break
-                # Wake at least every few seconds to notice a client that went away
-                # (aiohttp does not cancel handlers on disconnect).
-                wait = min(deadline - now, self.config.disconnect_check)
-                if bookmarks:
-                    wait = min(wait, max(0.0, next_bookmark - now))
-                try:
-                    got = await asyncio.wait_for(watcher.queue.get(), timeout=wait)
-                except TimeoutError:
-                    transport = request.transport
-                    if transport is None or transport.is_closing():
-                        break
-                    if bookmarks and loop.time() >= next_bookmark:
-                        await resp.write(self._bookmark_line(rt, self.store.rv).encode())
-                        next_bookmark = loop.time() + self.config.bookmark_interval
-                    continue
-                if got is None:
-                    break
-                lines = []
-                line = self._transition(got, rt, ls, fs, table_mode, not headers_sent, q)
-                if line:
-                    lines.append(line)
-                    headers_sent = True
-                # Drain what is already queued in one write.
-                while not watcher.queue.empty():
-                    nxt = watcher.queue.get_nowait()
-                    if nxt is None:
-                        self._stopping.set()
-                        break
-                    line = self._transition(nxt, rt, ls, fs, table_mode, not headers_sent, q)
-                    if line:
-                        lines.append(line)
-                        headers_sent = True
-                if not await emit(lines):
-                    return resp
-        except (ConnectionResetError, asyncio.CancelledError):
-            if watcher is not None:
-                self.store.unsubscribe(watcher)
-            raise
-        finally:
-            if watcher is not None:
-                self.store.unsubscribe(watcher)
-        with contextlib.suppress(ConnectionResetError):
-            await resp.write_eof()
-        return resp
-
-    def _transition(
-        self,
-        ev: WatchEvent,
-        rt: ResourceType,
-        ls: LabelMatcher | None,
-        fs: FieldSelector | None,
-        table_mode: str | None,
-        headers: bool,
-        q: Any,
-    ) -> str:
-        """The event a watcher with these selectors sees for a store event ('' for none)."""
-        if ls is None and fs is None:
-            return self._event_line(ev.type, rt, ev.entry, table_mode, headers, q)
-        cur = ev.type != "DELETED" and self._matches(ev.entry.obj, ls, fs)
-        prev = ev.prev is not None and self._matches(ev.prev.obj, ls, fs)
-        if ev.type == "ADDED":
-            etype = "ADDED" if cur else ""
-        elif ev.type == "DELETED":
-            etype = "DELETED" if prev else ""
-        elif cur and prev:
-            etype = "MODIFIED"
-        elif cur:
-            etype = "ADDED"
-        elif prev:
-            etype = "DELETED"
-        else:
-            etype = ""
-        if not etype:
-            return ""
-        return self._event_line(etype, rt, ev.entry, table_mode, headers, q)
-
-    def _event_line(
-        self,
-        etype: str,
-        rt: ResourceType,
-        entry: Entry,
-        table_mode: str | None,
-        headers: bool,
-        q: Any,
-    ) -> str:
-        if table_mode is None:
-            return f'{{"type":"{etype}","object":{self.served_raw(rt, entry)}}}\n'
-        t = tables.table(
-            rt,
-            [(entry.obj, self.served_obj(rt, entry))],
-            self.store.now(),
-            q.get("includeObject", "Metadata"),
-            headers=headers,
-            list_meta={"resourceVersion": str(entry.rv)},
-        )
-        t["apiVersion"] = "meta.k8s.io/" + table_mode
-        if not headers:
-            t.pop("columnDefinitions", None)
-        return dumps({"type": etype, "object": t}) + "\n"
-
-    def _bookmark_line(self, rt: ResourceType, rv: int, initial_end: bool = False) -> str:
-        meta: Obj = {"resourceVersion": str(rv), "creationTimestamp": None}
-        if initial_end:
-            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
-        obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
-        return dumps({"type": "BOOKMARK", "object": obj}) + "\n"
 
     # ---- writes ---------------------------------------------------------------------------
 
@@ -1254,7 +1007,7 @@ class ApiServer:
             self.store.delete(rt.group, rt.plural, m.get("namespace", ""), m["name"])
 
 
-def _call_bool(obj: Any, method: str, path: str) -> bool:
+def call_bool_hook(obj: Any, method: str, path: str) -> bool:
     fn = getattr(obj, method, None)
     return bool(fn(path)) if fn is not None else False
 

@@ -1,0 +1,272 @@
+"""Watch streams: backlog from the history ring, live fan-out, bookmarks, 410s.
+
+A watch subscribes to the store and computes its backlog with no await in between,
+so the queue holds exactly the events after the backlog. Events are filtered per
+watcher with the transitions a real watch shows when selectors are used (an object
+leaving the selection is DELETED, one entering it ADDED).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from hpactl.emulator import errors, tables
+from hpactl.emulator.filters import FieldSelector, LabelMatcher, parse_field_selector
+from hpactl.emulator.registry import ResourceType
+from hpactl.emulator.server import JSON, accept_table, call_bool_hook, parse_bool
+from hpactl.emulator.store import Entry, Obj, WatchEvent, dumps
+
+if TYPE_CHECKING:
+    from hpactl.emulator.server import ApiServer
+
+
+async def serve_watch(
+    server: ApiServer, request: web.Request, rt: ResourceType, ns: str | None, name: str
+) -> web.StreamResponse:
+    q = request.query
+    ls, fs = server._selectors(request, rt)
+    if name:
+        extra = parse_field_selector(f"metadata.name={name}", rt)
+        assert extra is not None
+        fs = FieldSelector((fs.requirements if fs else ()) + extra.requirements)
+    bookmarks = parse_bool(q["allowWatchBookmarks"]) if q.get("allowWatchBookmarks") else False
+    send_initial_s = q.get("sendInitialEvents", "")
+    send_initial = parse_bool(send_initial_s) if send_initial_s else False
+    if send_initial and (q.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks):
+        raise errors.invalid(
+            "ListOptions",
+            "meta.k8s.io",
+            "",
+            [
+                (
+                    "sendInitialEvents",
+                    "FieldValueForbidden",
+                    "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
+                    "feature gate is enabled and allowWatchBookmarks is true and "
+                    "resourceVersionMatch is NotOlderThan",
+                )
+            ],
+        )
+    timeout_s = q.get("timeoutSeconds", "")
+    if timeout_s:
+        try:
+            timeout = float(int(timeout_s))
+        except ValueError:
+            raise errors.bad_request(f'timeoutSeconds: Invalid value: "{timeout_s}"') from None
+    else:
+        mrt = server.config.min_request_timeout
+        timeout = mrt * (1 + random.random())
+    rv_param = q.get("resourceVersion", "")
+    mode = accept_table(request.headers.get("Accept", ""))
+    table_mode = mode if mode is not None and not mode.startswith("meta:") else None
+    key = rt.storage_key
+    faults = server.hooks.faults
+
+    # Compute the backlog and subscribe with no await in between: the queue then
+    # holds exactly the events after the backlog.
+    initial: list[Entry] = []
+    backlog: list[WatchEvent] = []
+    gone_msg = ""
+    start_rv = server.store.rv
+    drop_after: int | None = None
+    if faults is not None:
+        if hasattr(faults, "watch_drop_after"):
+            drop_after = faults.watch_drop_after(request.path)
+        elif call_bool_hook(faults, "should_drop_watch", request.path):
+            drop_after = 0
+    if (
+        faults is not None
+        and rv_param not in ("", "0")
+        and call_bool_hook(faults, "force_gone", request.path)
+    ):
+        gone_msg = (
+            f"too old resource version: {rv_param or 0} ({server.store.oldest_available(key)})"
+        )
+    elif rv_param in ("", "0") or send_initial:
+        if rv_param not in ("", "0") and send_initial:
+            try:
+                if int(rv_param) > start_rv:
+                    raise errors.ApiError(
+                        504,
+                        "Timeout",
+                        f"Too large resource version: {rv_param}, current: {start_rv}",
+                    )
+            except ValueError:
+                raise errors.bad_request(f'resourceVersion: Invalid value: "{rv_param}"') from None
+        initial = list(server.store.iter_entries(key, ns))
+    else:
+        try:
+            want = int(rv_param)
+        except ValueError:
+            raise errors.bad_request(
+                f'resourceVersion: Invalid value: "{rv_param}": must be a valid resource version'
+            ) from None
+        if server.store.too_old(key, want):
+            gone_msg = f"too old resource version: {want} ({server.store.oldest_available(key)})"
+        else:
+            backlog = [
+                ev
+                for ev in server.store.events_since(key, want)
+                if ns is None or ev.namespace == ns
+            ]
+    watcher = server.store.subscribe(key, ns) if not gone_msg else None
+
+    resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+    resp.enable_chunked_encoding()
+    headers_sent = table_mode is None
+    try:
+        await resp.prepare(request)
+        if gone_msg:
+            err = errors.gone(gone_msg)
+            await resp.write(dumps({"type": "ERROR", "object": err.status()}).encode() + b"\n")
+            return resp
+        buf: list[str] = []
+        for e in initial:
+            if (ls is None and fs is None) or server._matches(e.obj, ls, fs):
+                buf.append(_event_line(server, "ADDED", rt, e, table_mode, not headers_sent, q))
+                headers_sent = True
+            if len(buf) >= 500 and drop_after is None:
+                await resp.write("".join(buf).encode())
+                buf = []
+        for ev in backlog:
+            line = _transition(server, ev, rt, ls, fs, table_mode, not headers_sent, q)
+            if line:
+                buf.append(line)
+                headers_sent = True
+        if send_initial:
+            buf.append(_bookmark_line(server, rt, start_rv, initial_end=True))
+        budget = [drop_after]  # injected fault: end the stream after this many events
+
+        async def emit(lines: list[str]) -> bool:
+            left = budget[0]
+            if left is not None:
+                lines = lines[:left]
+                budget[0] = left - len(lines)
+            if lines:
+                await resp.write("".join(lines).encode())
+            return budget[0] != 0
+
+        if not await emit(buf):
+            return resp
+        assert watcher is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        next_bookmark = loop.time() + server.config.bookmark_interval
+        while True:
+            now = loop.time()
+            if now >= deadline or server._stopping.is_set():
+                break
+            # Wake at least every few seconds to notice a client that went away
+            # (aiohttp does not cancel handlers on disconnect).
+            wait = min(deadline - now, server.config.disconnect_check)
+            if bookmarks:
+                wait = min(wait, max(0.0, next_bookmark - now))
+            try:
+                got = await asyncio.wait_for(watcher.queue.get(), timeout=wait)
+            except TimeoutError:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    break
+                if bookmarks and loop.time() >= next_bookmark:
+                    await resp.write(_bookmark_line(server, rt, server.store.rv).encode())
+                    next_bookmark = loop.time() + server.config.bookmark_interval
+                continue
+            if got is None:
+                break
+            lines = []
+            line = _transition(server, got, rt, ls, fs, table_mode, not headers_sent, q)
+            if line:
+                lines.append(line)
+                headers_sent = True
+            # Drain what is already queued in one write.
+            while not watcher.queue.empty():
+                nxt = watcher.queue.get_nowait()
+                if nxt is None:
+                    server._stopping.set()
+                    break
+                line = _transition(server, nxt, rt, ls, fs, table_mode, not headers_sent, q)
+                if line:
+                    lines.append(line)
+                    headers_sent = True
+            if not await emit(lines):
+                return resp
+    except (ConnectionResetError, asyncio.CancelledError):
+        if watcher is not None:
+            server.store.unsubscribe(watcher)
+        raise
+    finally:
+        if watcher is not None:
+            server.store.unsubscribe(watcher)
+    with contextlib.suppress(ConnectionResetError):
+        await resp.write_eof()
+    return resp
+
+
+def _transition(
+    server: ApiServer,
+    ev: WatchEvent,
+    rt: ResourceType,
+    ls: LabelMatcher | None,
+    fs: FieldSelector | None,
+    table_mode: str | None,
+    headers: bool,
+    q: Any,
+) -> str:
+    """The event a watcher with these selectors sees for a store event ('' for none)."""
+    if ls is None and fs is None:
+        return _event_line(server, ev.type, rt, ev.entry, table_mode, headers, q)
+    cur = ev.type != "DELETED" and server._matches(ev.entry.obj, ls, fs)
+    prev = ev.prev is not None and server._matches(ev.prev.obj, ls, fs)
+    if ev.type == "ADDED":
+        etype = "ADDED" if cur else ""
+    elif ev.type == "DELETED":
+        etype = "DELETED" if prev else ""
+    elif cur and prev:
+        etype = "MODIFIED"
+    elif cur:
+        etype = "ADDED"
+    elif prev:
+        etype = "DELETED"
+    else:
+        etype = ""
+    if not etype:
+        return ""
+    return _event_line(server, etype, rt, ev.entry, table_mode, headers, q)
+
+
+def _event_line(
+    server: ApiServer,
+    etype: str,
+    rt: ResourceType,
+    entry: Entry,
+    table_mode: str | None,
+    headers: bool,
+    q: Any,
+) -> str:
+    if table_mode is None:
+        return f'{{"type":"{etype}","object":{server.served_raw(rt, entry)}}}\n'
+    t = tables.table(
+        rt,
+        [(entry.obj, server.served_obj(rt, entry))],
+        server.store.now(),
+        q.get("includeObject", "Metadata"),
+        headers=headers,
+        list_meta={"resourceVersion": str(entry.rv)},
+    )
+    t["apiVersion"] = "meta.k8s.io/" + table_mode
+    if not headers:
+        t.pop("columnDefinitions", None)
+    return dumps({"type": etype, "object": t}) + "\n"
+
+
+def _bookmark_line(server: ApiServer, rt: ResourceType, rv: int, initial_end: bool = False) -> str:
+    meta: Obj = {"resourceVersion": str(rv), "creationTimestamp": None}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    obj = {"kind": rt.kind, "apiVersion": rt.group_version, "metadata": meta}
+    return dumps({"type": "BOOKMARK", "object": obj}) + "\n"
