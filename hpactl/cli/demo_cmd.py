@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from hpactl.cli.simulate_cmd import error, quiet_logging, render_outputs
+from hpactl.cli.simulate_cmd import error, failed, quiet_logging, render_outputs
 
 PROG = "hpactl demo"
 DEFAULT_PLOT = "hpactl-demo.html"
@@ -126,6 +126,9 @@ def _run(args: argparse.Namespace) -> int:
         return error(str(exc), PROG)
     except KeyboardInterrupt:
         return 0
+    except Exception as exc:
+        sys.stderr.write("\n")
+        return failed(exc, args.verbose, PROG)
 
 
 def add_parser(subparsers: Any) -> None:

@@ -101,6 +101,16 @@ def error(message: str, prog: str = PROG) -> int:
     return 2
 
 
+def failed(exc: BaseException, verbose: bool, prog: str = PROG) -> int:
+    """A failure of the run (not of the scenario): one line, or the traceback with -v."""
+    if verbose:
+        import traceback
+
+        traceback.print_exception(exc)
+    print(f"{prog}: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 1
+
+
 def _broken_pipe() -> int:
     # The reader went away (`| head`): not an error, and no traceback at exit.
     import os
@@ -134,6 +144,8 @@ def _run(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         return _broken_pipe()
+    except Exception as exc:  # the run itself failed: say so in one line, 1
+        return failed(exc, args.verbose)
     try:
         render_outputs(results, scenario, output=args.output, plot=args.plot, out=out)
     except BrokenPipeError:

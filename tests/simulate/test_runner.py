@@ -381,3 +381,31 @@ async def test_runtime_errors(doc: dict[str, Any], message: str) -> None:
     with pytest.raises(ScenarioError) as err:
         await run(doc)
     assert str(err.value) == message
+
+
+async def test_listed_pod_metrics_win_over_generated_ones() -> None:
+    sts = deployment("db", 2)
+    sts["kind"] = "StatefulSet"
+    doc = {
+        "objects": [sts],
+        "workload": [
+            {
+                "target": {"kind": "StatefulSet", "name": "db"},
+                "demand": {"cpu": [{"at": "0s", "value": "1"}]},
+            }
+        ],
+        "metrics": {"pods": [pod_metrics("db-0", "7", container="db")]},
+        "steps": [{}, {"metrics": {"pods": []}}],
+    }
+    async with Simulation(parse_scenario(doc)) as sim:
+
+        def usage() -> dict[str, str]:
+            return {
+                m["metadata"]["name"]: m["containers"][0]["usage"]["cpu"]
+                for m in sim.emu.metrics.pod_metrics()
+            }
+
+        assert usage() == {"db-0": "7", "db-1": "500m"}
+        await sim.run()
+        # `pods: []` drops the listed item; the generated ones stay.
+        assert usage() == {"db-0": "500m", "db-1": "500m"}

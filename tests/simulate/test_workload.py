@@ -216,3 +216,25 @@ def test_target_deleted_takes_its_pods() -> None:
     emu.store.delete("apps", "deployments", "default", "web")
     wl.reconcile()
     assert pods(emu) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "group", "plural"),
+    [
+        ("ReplicaSet", "apps", "replicasets"),
+        ("ReplicationController", "", "replicationcontrollers"),
+    ],
+)
+def test_replicaset_and_replication_controller(kind: str, group: str, plural: str) -> None:
+    target = deployment(2)
+    target["kind"] = kind
+    if kind == "ReplicationController":
+        target["apiVersion"] = "v1"
+        target["spec"]["selector"] = {"app": "web"}  # a plain map for RCs
+    emu, _, wl = make(WorkloadSpec(kind, "default", "web"), target)
+    wl.reconcile()
+    names = sorted(p["metadata"]["name"] for p in pods(emu))
+    assert len(names) == 2
+    assert all(n.startswith("web-") and len(n) == len("web-") + 5 for n in names)
+    got = emu.store.get(group, plural, "default", "web")
+    assert got is not None and got["status"]["replicas"] == 2
