@@ -237,8 +237,16 @@ class _Failure(Exception):
 
 
 def _average_value_quantity(milli: int, resource: str) -> Quantity:
-    # hpa-behavior.md §6.4.8: memory is rendered BinarySI, everything else DecimalSI.
-    return Quantity.from_milli(milli, "BinarySI" if resource == "memory" else "DecimalSI")
+    """``horizontal.go: buildQuantity`` (kubernetes PR #132351, 1.34+).
+
+    Memory: the milli-byte average truncated to whole bytes (Go int64 division by
+    1000), as a BinarySI ``NewQuantity``; anything else: ``NewMilliQuantity`` DecimalSI.
+    A fractional-byte average therefore prints as bytes, never as ``...m``.
+    """
+    if resource == "memory":
+        whole = abs(milli) // 1000
+        return Quantity.from_int(whole if milli >= 0 else -whole, "BinarySI")
+    return Quantity.from_milli(milli, "DecimalSI")
 
 
 def _check_selector(raw: LabelSelectorSpec | None) -> None:

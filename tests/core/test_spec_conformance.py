@@ -2323,3 +2323,74 @@ def test_s6_2_failure_at_zero_keeps_zero_then_recovers() -> None:
         valid(Q_NAME),
         ts(15),
     )
+
+
+# ============================================================== §6.4 step 8: memory quantities
+# horizontal.go buildQuantity (kubernetes PR #132351, v1.34+): memory averages are
+# rendered as whole bytes (milli-bytes / 1000, truncated) in BinarySI; others as milli DecimalSI.
+
+MIB = 1024 * 1024
+
+
+def mem_samples(ps: Sequence[PodView], byte_values: Sequence[int]) -> dict[str, PodMetric]:
+    at = T0 - timedelta(seconds=10)
+    return {
+        p.name: PodMetric(at, timedelta(seconds=30), b * 1000)
+        for p, b in zip(ps, byte_values, strict=True)
+    }
+
+
+def mem_pods(n: int) -> tuple[PodView, ...]:
+    out = []
+    for i in range(n):
+        r = raw_pod(f"web-{i}")
+        r["spec"]["containers"][0]["resources"]["requests"]["memory"] = "200Mi"
+        out.append(pod_view_from_raw(r))
+    return tuple(out)
+
+
+def test_s6_4_memory_average_value_whole_mib() -> None:
+    m = {
+        "type": "Resource",
+        "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}},
+    }
+    ps = mem_pods(2)
+    sim = Sim(raw_hpa([m]), 2)
+    out = sim.sync(0, [mem_samples(ps, [100 * MIB, 102 * MIB])], ps)
+    assert out.status_raw["currentMetrics"][0]["resource"]["current"] == {"averageValue": "101Mi"}
+
+
+def test_s6_4_memory_fractional_average_truncated_to_bytes() -> None:
+    m = {
+        "type": "Resource",
+        "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}},
+    }
+    ps = mem_pods(3)
+    sim = Sim(raw_hpa([m]), 3)
+    out = sim.sync(0, [mem_samples(ps, [100 * MIB, 100 * MIB, 101 * MIB])], ps)
+    # Σ = 315621376000 milli-bytes / 3 = 105207125333 → 105207125 bytes (not "...333m").
+    assert out.status_raw["currentMetrics"][0]["resource"]["current"] == {
+        "averageValue": "105207125"
+    }
+
+
+def test_s6_4_memory_utilization_status_small_average() -> None:
+    m = {
+        "type": "Resource",
+        "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": 50}},
+    }
+    ps = mem_pods(3)
+    sim = Sim(raw_hpa([m]), 3)
+    out = sim.sync(0, [mem_samples(ps, [1000, 1000, 1001])], ps)
+    # 1000333 milli-bytes → 1000 bytes; below 1024 BinarySI prints as DecimalSI "1k".
+    assert out.status_raw["currentMetrics"][0]["resource"]["current"] == {
+        "averageValue": "1k",
+        "averageUtilization": 0,
+    }
+
+
+def test_s6_4_cpu_average_keeps_milli() -> None:
+    ps = pods(3)
+    sim = Sim(raw_hpa([cpu_util(50)]), 3)
+    out = sim.sync(0, [cpu_samples(ps, [250, 250, 251], 0)], ps)
+    assert out.status_raw["currentMetrics"][0]["resource"]["current"]["averageValue"] == "250m"
