@@ -386,7 +386,8 @@ class Simulation:
         for e in store.iter_entries(_HPA_KEY, None):
             meta = e.obj.get("metadata") or {}
             key = f"{meta.get('namespace')}/{meta.get('name')}"
-            hpas[key] = copy.deepcopy(e.obj.get("status") or {})
+            # Stored objects are never mutated in place (a write stores a new dict).
+            hpas[key] = e.obj.get("status") or {}
             spec = e.obj.get("spec") or {}
             specs[key] = spec
             ref = spec.get("scaleTargetRef") or {}
