@@ -168,23 +168,31 @@ def _n(v: Any) -> str:
 def write_timeline(
     results: Sequence[StepResult], out: TextIO, *, start: datetime, header: str = ""
 ) -> None:
-    """One line per HPA per step, events indented below; repeated lines collapsed."""
+    """One line per HPA per step, events indented below.
+
+    A step that looks exactly like the one before (same lines, same events) is
+    folded into a `… N more step(s)` note, so a long steady state or an error
+    repeated every sync takes one line.
+    """
     if header:
         out.write(header + "\n")
     out.write(f"{'time':<8}  {'step':>5}  hpa / replicas (current→target) / metrics\n")
-    previous: dict[str, str] = {}
+    previous: tuple[Any, ...] = ()
     quiet = 0
     last_quiet: StepResult | None = None
     for r in results:
         offset = format_offset((r.time - start).total_seconds())
         lines = {k: _hpa_line(r, k) for k in sorted(r.hpas)}
-        if not r.events and lines == previous and r is not results[-1]:
+        events = tuple((e["object"], e["type"], e["reason"], e["message"]) for e in r.events)
+        signature = (lines, events)
+        if signature == previous and r is not results[-1]:
             quiet += 1
             last_quiet = r
             continue
         if quiet and last_quiet is not None:
             until = format_offset((last_quiet.time - start).total_seconds())
-            out.write(f"{'':<8}  {'':>5}  … {quiet} more step(s) unchanged, until {until}\n")
+            what = "the same, events repeated" if previous[1] else "unchanged"
+            out.write(f"{'':<8}  {'':>5}  … {quiet} more step(s) {what}, until {until}\n")
         quiet = 0
         if not lines:
             out.write(f"{offset:<8}  {r.step:>5}  (no HPAs)\n")
@@ -194,7 +202,7 @@ def write_timeline(
         for ev in r.events:
             obj = ev["object"].split("/", 1)[-1]
             out.write(f"{'':<8}  {'':>5}    {ev['type']} {ev['reason']} ({obj}): {ev['message']}\n")
-        previous = lines
+        previous = signature
 
 
 # ------------------------------------------------------------------------ summary
