@@ -1892,7 +1892,7 @@ class GoModel:
         self.end = self.clock
 
 
-_periods = st.sampled_from([15, 30, 45, 60, 90])
+_periods = st.sampled_from([15, 20, 30, 45, 60, 90, 100])
 _policy = st.fixed_dictionaries(
     {
         "type": st.sampled_from(["Pods", "Percent"]),
@@ -1906,7 +1906,7 @@ def _rules() -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries(
         {},
         optional={
-            "stabilizationWindowSeconds": st.sampled_from([0, 15, 30, 45, 60, 120, 300]),
+            "stabilizationWindowSeconds": st.sampled_from([0, 15, 20, 30, 45, 60, 100, 120, 300]),
             "selectPolicy": st.sampled_from(["Max", "Min", "Disabled"]),
             "policies": st.lists(_policy, min_size=1, max_size=3),
         },
@@ -1934,7 +1934,7 @@ _steps = st.lists(
     lo=st.integers(1, 3),
     hi=st.integers(8, 40),
     start=st.integers(1, 40),
-    flag=st.sampled_from([0, 15, 60, 300]),
+    flag=st.sampled_from([0, 15, 20, 60, 100, 300]),
     steps=_steps,
 )
 def test_s16_normalization_matches_go_with_real_clock(
