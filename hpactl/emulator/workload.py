@@ -32,7 +32,7 @@ from typing import Any
 from hpactl.emulator.registry import ResourceType
 from hpactl.emulator.store import Store, format_timestamp
 from hpactl.model.quantity import format_milli
-from hpactl.model.selectors import Selector, selector_from_label_selector
+from hpactl.model.selectors import Selector, parse_selector, selector_from_label_selector
 
 __all__ = ["DemandPoint", "Workload", "WorkloadSpec", "demand_at"]
 
@@ -159,6 +159,14 @@ class Workload:
     @staticmethod
     def _selector(target: Obj, rt: ResourceType) -> Selector:
         spec = target.get("spec") or {}
+        if rt.custom and rt.scale is not None and rt.scale.label_selector:
+            # A custom resource's scale selector is a string at labelSelectorPath.
+            text = _get_path(target, rt.scale.label_selector)
+            if isinstance(text, str):
+                try:
+                    return parse_selector(text)
+                except ValueError:
+                    return Selector.nothing()
         sel = spec.get("selector")
         if rt.kind == "ReplicationController" and isinstance(sel, dict):
             sel = {"matchLabels": sel}
@@ -212,7 +220,7 @@ class Workload:
                 m.ready = True
                 self._set_ready(spec.namespace, m, spec.pod_ready_after)
                 writes += 1
-        want = _replicas(target)
+        want = _replicas(target, rt)
         selector = self._selector(target, rt)
         pods = self._matching_pods(spec.namespace, selector)
         if len(pods) < want:
@@ -271,12 +279,7 @@ class Workload:
         tmeta = tmpl.get("metadata") or {}
         labels = dict(tmeta.get("labels") or {})
         if not labels:
-            sel = (target.get("spec") or {}).get("selector") or {}
-            labels = (
-                dict(sel.get("matchLabels") or {})
-                if rt.kind != "ReplicationController"
-                else dict(sel)
-            )
+            labels = _labels_from_selector(target, rt)
         pod_spec = _copy_json(tmpl.get("spec") or {})
         containers = pod_spec.get("containers") or []
         if not containers:
@@ -355,18 +358,20 @@ class Workload:
         )
         old = target.get("status") or {}
         new = dict(old)
-        new["replicas"] = total
         if rt.custom:
-            pass
+            # Only what the scale subresource reads: the status replicas path.
+            path = rt.scale.status_replicas if rt.scale is not None else ".status.replicas"
+            parts = path.strip(".").split(".")
+            if parts[0] != "status" or len(parts) != 2:
+                return 0  # a nested path: leave the resource's status to the scenario
+            new[parts[1]] = total
         else:
+            new["replicas"] = total
             new["readyReplicas"] = ready
             new["availableReplicas"] = ready
-            if rt.kind in ("Deployment", "StatefulSet", "ReplicaSet"):
-                if rt.kind != "ReplicaSet":
-                    new["updatedReplicas"] = total
-                if rt.kind == "ReplicaSet":
-                    new["fullyLabeledReplicas"] = total
-            else:
+            if rt.kind in ("Deployment", "StatefulSet"):
+                new["updatedReplicas"] = total
+            else:  # ReplicaSet, ReplicationController
                 new["fullyLabeledReplicas"] = total
             gen = (target.get("metadata") or {}).get("generation")
             if gen is not None:
@@ -454,7 +459,35 @@ def _ordinal(name: str, base: str) -> int:
     return -1
 
 
-def _replicas(target: Obj) -> int:
+def _labels_from_selector(target: Obj, rt: ResourceType) -> dict[str, str]:
+    """Labels that satisfy the target's selector, for pods without a template."""
+    if rt.custom and rt.scale is not None and rt.scale.label_selector:
+        text = _get_path(target, rt.scale.label_selector)
+        out: dict[str, str] = {}
+        for term in str(text or "").split(","):
+            if "!=" in term or "=" not in term:
+                continue
+            k, _, v = term.partition("=")
+            out[k.strip()] = v.lstrip("=").strip()
+        return out
+    sel = (target.get("spec") or {}).get("selector") or {}
+    if rt.kind == "ReplicationController":
+        return {str(k): str(v) for k, v in sel.items()}
+    return {str(k): str(v) for k, v in (sel.get("matchLabels") or {}).items()}
+
+
+def _get_path(obj: Obj, path: str) -> Any:
+    """The value at a JSON path like `.status.selector` (None when absent)."""
+    cur: Any = obj
+    for part in path.strip(".").split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def _replicas(target: Obj, rt: ResourceType | None = None) -> int:
+    if rt is not None and rt.custom and rt.scale is not None:
+        r = _get_path(target, rt.scale.spec_replicas)
+        return r if isinstance(r, int) and not isinstance(r, bool) and r >= 0 else 1
     r = (target.get("spec") or {}).get("replicas")
     if isinstance(r, bool) or not isinstance(r, int):
         return 1

@@ -325,10 +325,20 @@ async def test_custom_resource_target() -> None:
             hpa("w", [external_metric("jobs", "5")], kind="Worker", api_version="example.com/v1"),
         ],
         "metrics": {"external": [{"namespace": "default", "metricName": "jobs", "value": "20"}]},
+        "workload": [{"target": {"kind": "Worker", "name": "w"}, "requests": {"cpu": "100m"}}],
         "steps": [{}],
     }
-    (r,) = await run(doc)
-    assert r.targets == {"Worker/default/w": {"replicas": 4}}
+    async with Simulation(parse_scenario(doc)) as sim:
+        (r,) = await sim.run()
+        assert r.targets == {"Worker/default/w": {"replicas": 4}}
+        # The workload model ran the custom resource's pods (labels from its scale
+        # selector) and kept status.replicas, which its scale subresource reports.
+        pods = sim.emu.store.list("", "pods", "default")
+        assert len(pods) == 4
+        assert all(p["metadata"]["labels"] == {"app": "w"} for p in pods)
+        got = sim.emu.store.get("example.com", "workers", "default", "w")
+        assert got is not None
+        assert got["status"] == {"replicas": 4, "selector": "app=w"}
 
 
 async def test_rejected_manifest_names_the_step() -> None:
