@@ -123,8 +123,7 @@ def test_timeline_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                 "objects": [deployment("web", 1)],
                 "steps": [{}, {"apply": [hpa("web", max_replicas=0)]}],
             },
-            'steps[1].apply[0]: HorizontalPodAutoscaler.autoscaling "web" is invalid: '
-            "spec.maxReplicas: Invalid value: 0: must be greater than 0",
+            'steps[1].apply[0]: HorizontalPodAutoscaler.autoscaling "web" is invalid: ',
         ),
     ],
 )
