@@ -20,6 +20,7 @@ from hpactl.emulator.convert import default_object, to_storage
 from hpactl.emulator.registry import Registry, builtin_registry
 from hpactl.emulator.server import ApiServer, ServerConfig, ServerHooks
 from hpactl.emulator.store import Store
+from hpactl.emulator.validation import validate_stored
 
 Obj = dict[str, Any]
 
@@ -69,6 +70,7 @@ class Emulator:
             now=lambda: self.now(),
             to_storage=to_storage,
             defaulter=default_object,
+            validator=validate_stored,
         )
         self.admin_token = secrets.token_urlsafe(24)
         self._tokens: dict[str, tuple[str, list[str]]] | None = (

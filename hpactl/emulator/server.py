@@ -34,6 +34,7 @@ from hpactl.emulator.store import (
     dumps,
     encode_continue,
 )
+from hpactl.emulator.validation import validate as validate
 
 Obj = dict[str, Any]
 
@@ -760,7 +761,6 @@ class ApiServer:
     async def _create(self, request: web.Request, rt: ResourceType, ns: str) -> web.Response:
         body = self._check_body(rt, await self._body(request), ns)
         self._require_namespace(rt, ns)
-        validate(rt, body)
         dry = request.query.get("dryRun") == "All"
         entry = self.store.create_entry(
             self._storage_rt(rt), ns, self._to_storage(rt, body), dry_run=dry
@@ -776,8 +776,6 @@ class ApiServer:
         body = self._check_body(rt, body, ns, name)
         if not body["metadata"].get("name"):
             body["metadata"]["name"] = name
-        if not sub:
-            validate(rt, body)
         entry = self.store.update_entry(
             self._storage_rt(rt),
             ns,
@@ -806,7 +804,6 @@ class ApiServer:
                 obj = self._check_body(rt, body, ns, name)
                 obj["metadata"].setdefault("name", name)
                 self._require_namespace(rt, ns)
-                validate(rt, obj)
                 created = self.store.create_entry(
                     self._storage_rt(rt), ns, self._to_storage(rt, obj)
                 )
@@ -821,8 +818,6 @@ class ApiServer:
         if not isinstance(patched, dict):
             raise errors.bad_request("patched object is not a JSON object")
         patched = self._check_body(rt, patched, ns, name)
-        if not sub:
-            validate(rt, patched)
         new_entry = self.store.update_entry(
             self._storage_rt(rt),
             ns,
@@ -1067,66 +1062,3 @@ def _selector_string(rt: ResourceType, obj: Obj) -> str | None:
         return str(selector_from_label_selector(sel))
     except ValueError:
         return ""
-
-
-def validate(rt: ResourceType, obj: Obj) -> None:
-    """The validation errors a user is most likely to hit (a small subset of the real ones)."""
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name") or "")
-    causes: list[tuple[str, str, str]] = []
-    if not name and not meta.get("generateName"):
-        causes.append(
-            (
-                "metadata.name",
-                "FieldValueRequired",
-                "Required value: name or generateName is required",
-            )
-        )
-    if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
-        spec = obj.get("spec") or {}
-        ref = spec.get("scaleTargetRef") or {}
-        if not ref.get("kind"):
-            causes.append(("spec.scaleTargetRef.kind", "FieldValueRequired", "Required value"))
-        if not ref.get("name"):
-            causes.append(("spec.scaleTargetRef.name", "FieldValueRequired", "Required value"))
-        mn = spec.get("minReplicas")
-        mx = spec.get("maxReplicas")
-        if isinstance(mn, int) and mn < 1:
-            causes.append(
-                (
-                    "spec.minReplicas",
-                    "FieldValueInvalid",
-                    f"Invalid value: {mn}: must be greater than or equal to 1",
-                )
-            )
-        if not isinstance(mx, int) or mx < 1:
-            causes.append(
-                (
-                    "spec.maxReplicas",
-                    "FieldValueInvalid",
-                    f"Invalid value: {mx or 0}: must be greater than 0",
-                )
-            )
-        elif isinstance(mn, int) and mx < mn:
-            causes.append(
-                (
-                    "spec.maxReplicas",
-                    "FieldValueInvalid",
-                    f"Invalid value: {mx}: must be greater than or equal to `minReplicas`",
-                )
-            )
-    elif rt.plural in ("deployments", "replicasets", "statefulsets") and rt.group == "apps":
-        spec = obj.get("spec") or {}
-        if not spec.get("selector"):
-            causes.append(("spec.selector", "FieldValueRequired", "Required value"))
-        r = spec.get("replicas")
-        if isinstance(r, int) and r < 0:
-            causes.append(
-                (
-                    "spec.replicas",
-                    "FieldValueInvalid",
-                    f"Invalid value: {r}: must be greater than or equal to 0",
-                )
-            )
-    if causes:
-        raise errors.invalid(rt.kind, rt.group, name, causes)

@@ -112,6 +112,7 @@ class Store:
         now: Callable[[], datetime] | None = None,
         to_storage: Converter | None = None,
         defaulter: Callable[[ResourceType, Obj], None] | None = None,
+        validator: Callable[[ResourceType, Obj], None] | None = None,
     ) -> None:
         self.registry = registry
         self.history_size = history_size
@@ -121,6 +122,7 @@ class Store:
         self._watchers: dict[StorageKey, set[Watcher]] = {}
         self._to_storage = to_storage
         self._defaulter = defaulter
+        self._validator = validator
         # Called after each committed write (CRD registration hooks in).
         self.on_write: list[Callable[[WatchEvent], None]] = []
 
@@ -289,6 +291,8 @@ class Store:
             obj["status"] = _zero_status(rt)
         if self._defaulter is not None:
             self._defaulter(rt, obj)
+        if self._validator is not None:
+            self._validator(rt, obj)
         if dry_run:
             obj["metadata"]["resourceVersion"] = str(self._rv)
             return Entry(obj, dumps(obj), self._rv)
@@ -343,6 +347,8 @@ class Store:
             if self._defaulter is not None:
                 self._defaulter(rt, new)
                 new_meta = new["metadata"]  # the defaulter may have replaced it
+            if self._validator is not None:
+                self._validator(rt, new)
             if rt.generation and _spec_changed(old_obj, new):
                 new_meta["generation"] = int(old_meta.get("generation", 0)) + 1
         new["metadata"]["resourceVersion"] = old_obj["metadata"].get("resourceVersion")

@@ -233,3 +233,121 @@ def test_protobuf_hpa_v1_body() -> None:
     assert ei.value.code == 415
     with pytest.raises(errors.ApiError):
         decode(b"nope")
+
+
+# ---- validation ---------------------------------------------------------------------------------
+
+
+def _hpa(spec: dict[str, Any], name: str = "web") -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+REF = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param(
+            {"scaleTargetRef": REF, "maxReplicas": 0},
+            'HorizontalPodAutoscaler.autoscaling "web" is invalid: [spec.maxReplicas: Invalid value: 0: '
+            "must be greater than 0, spec.maxReplicas: Invalid value: 0: must be greater than or equal to `minReplicas`]",
+            id="max-zero-with-defaulted-min",
+        ),
+        pytest.param(
+            {"scaleTargetRef": REF, "minReplicas": 0, "maxReplicas": 3},
+            'HorizontalPodAutoscaler.autoscaling "web" is invalid: [spec.minReplicas: Invalid value: 0: must be greater '
+            "than or equal to 1, spec.metrics: Forbidden: must specify at least one Object or External metric to "
+            "support scaling to zero replicas]",
+            id="scale-to-zero-gate-off",
+        ),
+        pytest.param(
+            {"scaleTargetRef": {"kind": "Deployment", "name": "a/b"}, "maxReplicas": 3},
+            """HorizontalPodAutoscaler.autoscaling "web" is invalid: spec.scaleTargetRef.name: Invalid value: "a/b": may not contain '/'""",
+            id="ref-name-path-segment",
+        ),
+        pytest.param(
+            {
+                "scaleTargetRef": REF,
+                "maxReplicas": 3,
+                "metrics": [{"type": "Pods", "resource": {"name": "cpu"}}],
+            },
+            'HorizontalPodAutoscaler.autoscaling "web" is invalid: [spec.metrics[0].resource.target.type: Required value: '
+            'must specify a metric target type, spec.metrics[0].resource.target.type: Invalid value: "": must be either '
+            "Utilization, Value, or AverageValue, spec.metrics[0].resource.target.averageUtilization: Required value: must set "
+            "either a target raw value or a target utilization, spec.metrics[0].pods: Required value: must populate "
+            "information for the given metric source]",
+            id="metric-source-mismatch",
+        ),
+        pytest.param(
+            {
+                "scaleTargetRef": REF,
+                "maxReplicas": 3,
+                "behavior": {
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": 4000,
+                        "selectPolicy": "Sometimes",
+                        "policies": [{"type": "Pods", "value": 0, "periodSeconds": 2000}],
+                    }
+                },
+            },
+            'HorizontalPodAutoscaler.autoscaling "web" is invalid: [spec.behavior.scaleDown.stabilizationWindowSeconds: '
+            "Invalid value: 4000: must be less than or equal to 3600, spec.behavior.scaleDown.selectPolicy: Unsupported "
+            'value: "Sometimes": supported values: "Disabled", "Max", "Min", spec.behavior.scaleDown.policies[0].value: '
+            "Invalid value: 0: must be greater than zero, spec.behavior.scaleDown.policies[0].periodSeconds: Invalid value: "
+            "2000: must be less than or equal to 1800]",
+            id="behavior-rules",
+        ),
+    ],
+)
+def test_hpa_validation_messages(spec: dict[str, Any], message: str) -> None:
+    from hpactl.emulator.validation import validate
+
+    rt = REG.get("autoscaling", "v2", "horizontalpodautoscalers")
+    assert rt is not None
+    with pytest.raises(errors.ApiError) as ei:
+        validate(rt, _hpa(spec))
+    assert ei.value.code == 422 and ei.value.reason == "Invalid"
+    assert ei.value.message == message
+
+
+def test_names_and_workload_selectors_are_validated() -> None:
+    from hpactl.emulator.validation import validate
+
+    deploy = REG.get("apps", "v1", "deployments")
+    ns = REG.get("", "v1", "namespaces")
+    role = REG.get("rbac.authorization.k8s.io", "v1", "clusterroles")
+    assert deploy is not None and ns is not None and role is not None
+    with pytest.raises(errors.ApiError) as ei:
+        validate(ns, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}})
+    assert ei.value.message.startswith(
+        'Namespace "a.b" is invalid: metadata.name: Invalid value: "a.b": a lowercase RFC 1123 label'
+    )
+    validate(
+        role,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "system:hpa"},
+        },
+    )
+    d = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "other"}}, "spec": {"containers": []}},
+        },
+    }
+    with pytest.raises(errors.ApiError) as ei:
+        validate(deploy, d)
+    assert ei.value.message == (
+        'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: '
+        'map[string]string{"app":"other"}: `selector` does not match template `labels`'
+    )
