@@ -486,7 +486,11 @@ def parse_scenario(data: Any, *, source: str = "") -> Scenario:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read a YAML or JSON scenario file."""
+    """Read a YAML or JSON scenario file (`-`: standard input)."""
+    if str(path) == "-":
+        import sys
+
+        return loads_scenario(sys.stdin.read(), source="stdin")
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

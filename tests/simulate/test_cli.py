@@ -257,3 +257,13 @@ def test_demo_serve_then_ctrl_c(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_scenario_from_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(small_scenario())))
+    assert main(["simulate", "-", "-o", "jsonl"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 4
