@@ -1325,9 +1325,11 @@ def test_s8_3_scale_up_events_count_in_scale_down_period() -> None:
     sim = Sim(raw_hpa([ext_avg()], behavior=behavior, max_replicas=20), 2)
     sim.sync(0, [ext(6000)])
     assert sim.replicas == 6
-    out = sim.sync(15, [ext(5000, t=15)])
-    # down limit: periodStart 6 - 4 = 2 → 1 → below current → fine, proposal 5 ≥ limit.
-    assert sim.replicas == 5
+    out = sim.sync(15, [ext(3000, t=15)])
+    # periodStart = 6 - 4 added + 0 removed = 2 → Pods 1 → limit 1 ≤ min 1 → the bound is
+    # minReplicas, so the proposal 3 goes through. Ignoring the scale-up event would give
+    # periodStart 6 → limit 5 (ScaleDownLimit).
+    assert sim.replicas == 3
     assert cond(out.status_raw, "ScalingLimited")[1] == "DesiredWithinRange"
 
 
