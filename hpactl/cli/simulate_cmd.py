@@ -56,9 +56,12 @@ def render_outputs(
             summarize(sim_results, start=scenario.start, period=scenario.sync_period), summary_buf
         )
     if output == "timeline":
+        import textwrap
+
         header = f"Scenario {scenario.name}"
         if scenario.description:
-            header += f": {scenario.description.strip()}"
+            header += f": {' '.join(scenario.description.split())}"
+        header = textwrap.fill(header, width=100, subsequent_indent="  ")
         write_timeline(sim_results, out, start=scenario.start, header=header)
         if summary:
             out.write(summary_buf.getvalue())
