@@ -51,6 +51,15 @@ __all__ = ["SimClock", "Simulation", "StepResult", "run_scenario"]
 Obj = dict[str, Any]
 _HPA_KEY = ("autoscaling", "horizontalpodautoscalers")
 _EVENT_KEYS = {("", "events"), ("events.k8s.io", "events")}
+# Storage key -> the name of the controller's informer that watches it (by kind).
+_INFORMED = {
+    ("autoscaling", "horizontalpodautoscalers"): "HorizontalPodAutoscaler",
+    ("", "pods"): "Pod",
+    ("apps", "deployments"): "Deployment",
+    ("apps", "replicasets"): "ReplicaSet",
+    ("apps", "statefulsets"): "StatefulSet",
+    ("", "replicationcontrollers"): "ReplicationController",
+}
 
 
 @dataclass(slots=True)
@@ -209,8 +218,8 @@ class Simulation:
     # ------------------------------------------------------------------ writes
 
     def _on_write(self, ev: WatchEvent) -> None:
-        kind = str(ev.entry.obj.get("kind") or "")
-        if kind:
+        kind = _INFORMED.get(ev.key)
+        if kind is not None:  # writes nothing caches need no barrier
             self._pending[kind] = max(self._pending.get(kind, 0), ev.rv)
         if self._capture is not None and ev.key in _EVENT_KEYS and ev.type != "DELETED":
             self._capture.append(ev)
