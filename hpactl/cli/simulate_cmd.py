@@ -167,7 +167,9 @@ def add_parser(subparsers: Any) -> None:
             "clock, following a scenario file (see docs/scenario-format.md)."
         ),
     )
-    parser.add_argument("file", metavar="FILE", help="scenario file (YAML or JSON; - reads standard input)")
+    parser.add_argument(
+        "file", metavar="FILE", help="scenario file (YAML or JSON; - reads standard input)"
+    )
     parser.add_argument(
         "--output",
         "-o",
