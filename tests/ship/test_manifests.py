@@ -1,0 +1,452 @@
+"""`manifests/`: schema-valid, consistent, applied by kubectl, and exactly enough.
+
+* every object validates against the Kubernetes 1.37 OpenAPI schemas
+  (kubernetes-validate, strict: unknown fields are errors);
+* `kubectl kustomize` renders them and `kubectl apply -k` applies them to the
+  emulator (authenticated, RBAC enforced);
+* the Deployment's arguments are valid `hpactl run` flags, spelled out with their
+  defaults, and the objects agree with each other (names, ports, labels, namespace);
+* hpactl run with the ServiceAccount's token, under RBAC enforcement, leads, scales,
+  writes status and records events — and every permission granted is used;
+* without any single rule of the ClusterRole or the leader-election Role it fails,
+  and the 403 for exactly that permission shows where an operator looks (events,
+  conditions or hpactl's log).
+
+kubectl reaches the emulator through a TLS relay (see support.py); hpactl talks to
+it directly. Syncs every 1 s and 2 s leases keep each test to a few seconds.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from hpactl.cli.run_cmd import parse_run_config
+from hpactl.config import SETTINGS, format_default
+from hpactl.emulator import Emulator
+
+from .support import (
+    HPACTL_NAMESPACE,
+    HPACTL_SA,
+    MANIFESTS,
+    HpactlProcess,
+    TlsFront,
+    events,
+    hpa,
+    hpactl_argv,
+    http_status,
+    kubectl,
+    kustomization_files,
+    load_docs,
+    manifest_objects,
+    poll,
+    rbac_files,
+    run_flags,
+    seed_cluster,
+    unmet,
+)
+
+Obj = dict[str, Any]
+K8S_VERSION = "1.37"
+SA_USER = f"system:serviceaccount:{HPACTL_NAMESPACE}:{HPACTL_SA}"
+
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
+
+
+def _id(obj: Obj) -> str:
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def _by_kind(kind: str) -> Obj:
+    (obj,) = [o for o in manifest_objects() if o["kind"] == kind]
+    return obj
+
+
+# --------------------------------------------------------------------------- static checks
+
+
+def test_kustomization_lists_every_manifest_file() -> None:
+    listed = {p.name for p in kustomization_files()}
+    present = {p.name for p in MANIFESTS.glob("*.yaml")} - {"kustomization.yaml"}
+    assert listed == present
+
+
+@pytest.mark.parametrize("obj", manifest_objects(), ids=_id)
+def test_manifest_is_valid_against_the_kubernetes_schema(obj: Obj) -> None:
+    kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def test_schema_validation_catches_a_misspelt_field() -> None:
+    # The check above can fail: strict mode rejects a field the schema does not know.
+    broken = copy.deepcopy(_by_kind("Deployment"))
+    broken["spec"]["replica"] = broken["spec"].pop("replicas")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+
+
+def _flag_args() -> list[str]:
+    container = _by_kind("Deployment")["spec"]["template"]["spec"]["containers"][0]
+    args: list[str] = container["args"]
+    return args
+
+
+# Flags the Deployment sets away from hpactl's default, and why.
+OVERRIDES = {
+    # The Lease lives in hpactl's own namespace, where the Role grants it.
+    "--leader-elect-resource-namespace": HPACTL_NAMESPACE,
+}
+
+
+def test_deployment_flags_are_valid_and_spelled_out_with_their_defaults() -> None:
+    args = _flag_args()
+    config = parse_run_config(args, {})  # raises ConfigError on any bad flag
+    given = {a.partition("=")[0]: a.partition("=")[2] for a in args}
+    assert all(a.startswith("--") and "=" in a for a in args)
+    for setting in SETTINGS:
+        if setting.deprecated or setting.kind == "gates":
+            continue
+        default = format_default(setting)
+        if default is None:
+            continue  # --kubeconfig, --master, --config: in-cluster config is the default
+        flag = next((f for f in setting.flags if f in given), None)
+        assert flag is not None, f"{setting.flag} is not spelled out"
+        expected = OVERRIDES.get(setting.flag)
+        if expected is None:
+            expected = json.loads(default) if default.startswith('"') else default
+        assert given[flag] == expected, f"{flag}={given[flag]}, expected {expected}"
+    le = config.leader_election
+    assert le.leader_elect and le.resource_namespace == HPACTL_NAMESPACE
+    assert le.resource_lock == "leases"
+
+
+def test_manifests_agree_with_each_other() -> None:
+    dep = _by_kind("Deployment")
+    pod = dep["spec"]["template"]
+    labels = pod["metadata"]["labels"]
+    spec = pod["spec"]
+    container = spec["containers"][0]
+    config = parse_run_config(_flag_args(), {})
+    # Two replicas need leader election; one may be evicted at a time.
+    assert dep["spec"]["replicas"] == 2 and config.leader_election.leader_elect
+    pdb = _by_kind("PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
+    for selector in (
+        dep["spec"]["selector"]["matchLabels"],
+        pdb["spec"]["selector"]["matchLabels"],
+    ):
+        assert selector.items() <= labels.items()
+    # Probes and the Service point at the ports hpactl listens on.
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert config.health_probe_listen is not None and config.metrics_listen is not None
+    assert ports["health"] == config.health_probe_listen[1]
+    assert ports["metrics"] == config.metrics_listen[1]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    svc = _by_kind("Service")
+    assert svc["spec"]["selector"].items() <= labels.items()
+    assert [p["targetPort"] for p in svc["spec"]["ports"]] == ["metrics"]
+    # Requests and limits; the restricted Pod Security profile.
+    assert {"cpu", "memory"} <= container["resources"]["requests"].keys()
+    assert "memory" in container["resources"]["limits"]
+    sc = container["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    # Everything namespaced lives in hpactl-system; bindings name the ServiceAccount.
+    assert spec["serviceAccountName"] == HPACTL_SA
+    for obj in manifest_objects():
+        if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+            assert obj["metadata"]["namespace"] == HPACTL_NAMESPACE, _id(obj)
+        if obj["kind"].endswith("Binding"):
+            assert obj["subjects"] == [
+                {"kind": "ServiceAccount", "name": HPACTL_SA, "namespace": HPACTL_NAMESPACE}
+            ]
+            target = next(
+                o
+                for o in manifest_objects()
+                if o["kind"] == obj["roleRef"]["kind"]
+                and o["metadata"]["name"] == obj["roleRef"]["name"]
+            )
+            assert target["kind"] in ("Role", "ClusterRole")
+    role = _by_kind("Role")
+    assert role["metadata"]["namespace"] == config.leader_election.resource_namespace
+
+
+@needs_kubectl
+async def test_kubectl_kustomize_renders_every_manifest(tmp_path: Path) -> None:
+    async with Emulator() as emu:  # kustomize needs no server; kubectl wants a kubeconfig
+        kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+        code, out, err = await kubectl(kubeconfig, "kustomize", str(MANIFESTS))
+    assert code == 0, err
+    rendered = [d for d in yaml.safe_load_all(out) if d]
+    assert sorted(map(_key, rendered)) == sorted(map(_key, manifest_objects()))
+
+
+def _key(obj: Obj) -> tuple[str, str, str, str]:
+    meta = obj["metadata"]
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+# --------------------------------------------------------------------------- against the emulator
+
+
+@dataclass
+class Cluster:
+    emu: Emulator
+    admin_kubeconfig: Path
+    tmp: Path
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    """An emulator with authentication and RBAC enforcement, reached by kubectl over TLS."""
+    async with Emulator(auth=True, bookmark_interval=0.5) as emu, TlsFront(emu) as front:
+        yield Cluster(emu, front.kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path)
+
+
+def _stored(emu: Emulator, obj: Obj) -> Obj | None:
+    group, _, _ = obj["apiVersion"].rpartition("/")
+    plural = {
+        "Namespace": "namespaces",
+        "ServiceAccount": "serviceaccounts",
+        "ClusterRole": "clusterroles",
+        "ClusterRoleBinding": "clusterrolebindings",
+        "Role": "roles",
+        "RoleBinding": "rolebindings",
+        "Deployment": "deployments",
+        "PodDisruptionBudget": "poddisruptionbudgets",
+        "Service": "services",
+    }[obj["kind"]]
+    meta = obj["metadata"]
+    stored: Obj | None = emu.store.get(group, plural, meta.get("namespace", ""), meta["name"])
+    return stored
+
+
+@needs_kubectl
+async def test_kubectl_applies_the_kustomization(cluster: Cluster) -> None:
+    kc = cluster.admin_kubeconfig
+    code, out, err = await kubectl(kc, "apply", "-k", str(MANIFESTS))
+    assert code == 0, f"{out}\n{err}"
+    for obj in manifest_objects():
+        assert _stored(cluster.emu, obj) is not None, f"{_id(obj)} was not created"
+    # Applying again changes nothing (kubectl's last-applied annotation round-trips).
+    code, out, err = await kubectl(kc, "apply", "-k", str(MANIFESTS))
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert len(lines) == len(manifest_objects())
+    assert all(line.endswith(" unchanged") for line in lines), out
+
+
+async def _apply_rbac(cluster: Cluster, drop: tuple[str, int] | None = None) -> None:
+    """kubectl apply the RBAC manifests, without rule `drop` = (kind, index) if given."""
+    files: list[Path] = []
+    for path in rbac_files():
+        docs = load_docs(path)
+        if drop is not None and any(d["kind"] == drop[0] for d in docs):
+            for doc in docs:
+                if doc["kind"] == drop[0]:
+                    del doc["rules"][drop[1]]
+            path = cluster.tmp / f"without-rule-{path.name}"
+            path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+        files.append(path)
+    code, out, err = await kubectl(cluster.admin_kubeconfig, "apply", *(f"-f={f}" for f in files))
+    assert code == 0, f"{out}\n{err}"
+
+
+def _service_account_kubeconfig(cluster: Cluster) -> Path:
+    token = cluster.emu.token_for_service_account(HPACTL_NAMESPACE, HPACTL_SA)
+    return cluster.emu.write_kubeconfig(cluster.tmp / "hpactl.kubeconfig", token=token)
+
+
+class RecordingAuthorizer:
+    """Wraps the emulator's RBAC authorizer; records the ServiceAccount's requests."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seen: list[tuple[str, str, str, str, bool]] = []
+
+    def authorize(
+        self,
+        user: str,
+        groups: Any,
+        verb: str,
+        api_group: str,
+        resource: str,
+        subresource: str,
+        namespace: str,
+        name: str,
+    ) -> bool:
+        ok: bool = self.inner.authorize(
+            user, groups, verb, api_group, resource, subresource, namespace, name
+        )
+        if user == SA_USER:
+            full = f"{resource}/{subresource}" if subresource else resource
+            self.seen.append((verb, api_group, full, namespace, ok))
+        return ok
+
+    def authorize_path(self, *args: Any) -> bool:
+        ok: bool = self.inner.authorize_path(*args)
+        return ok
+
+
+def _resource_pattern(resource: str) -> str:
+    if resource == "*":
+        return r"[^\"]+"
+    if resource.startswith("*/"):
+        return r"[^\"/]+/" + re.escape(resource[2:])
+    return re.escape(resource)
+
+
+def _group_pattern(group: str) -> str:
+    return r"[^\"]*" if group == "*" else re.escape(group)
+
+
+def _permissions(rule: Obj) -> list[tuple[str, str, str]]:
+    return [
+        (verb, _group_pattern(g), _resource_pattern(r))
+        for verb in rule["verbs"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    ]
+
+
+def _rbac_rules() -> list[tuple[str, int, Obj]]:
+    out = []
+    for path in rbac_files():
+        for doc in load_docs(path):
+            if doc["kind"] in ("ClusterRole", "Role"):
+                out.extend((doc["kind"], i, rule) for i, rule in enumerate(doc["rules"]))
+    return out
+
+
+def _rule_id(case: tuple[str, int, Obj]) -> str:
+    kind, _, rule = case
+    groups = ",".join(g or "core" for g in rule["apiGroups"])
+    return f"{kind}:{groups}:{','.join(rule['resources'])}"
+
+
+@needs_kubectl
+async def test_hpactl_works_with_the_service_account(cluster: Cluster) -> None:
+    emu = cluster.emu
+    recorder = RecordingAuthorizer(emu.server.hooks.authorizer)
+    emu.server.hooks.authorizer = recorder
+    await _apply_rbac(cluster)
+    seed_cluster(emu)
+    argv = hpactl_argv() + run_flags(_service_account_kubeconfig(cluster), leader_elect=True)
+    async with HpactlProcess(argv) as proc:
+        done = await poll(lambda: not unmet(emu), 30)
+        assert done, f"unmet: {unmet(emu)}\n{proc.output()}"
+        serving = proc.find("hpactl.serving")
+        assert serving is not None
+        assert await http_status(f"http://127.0.0.1:{serving['health_port']}/readyz") == 200
+        code = await proc.terminate()
+    assert code == 0, proc.output()
+    denied = [r for r in recorder.seen if not r[-1]]
+    assert denied == [], f"requests denied with the manifests' RBAC: {denied}"
+    # Exactly enough: every verb on every resource the roles grant was used.
+    unused = []
+    for kind, _, rule in _rbac_rules():
+        for verb, group, resource in _permissions(rule):
+            if not any(
+                v == verb
+                and re.fullmatch(group, g)
+                and re.fullmatch(resource, r)
+                and (kind == "ClusterRole" or ns == HPACTL_NAMESPACE)
+                for v, g, r, ns, _ in recorder.seen
+            ):
+                unused.append((kind, verb, group, resource))
+    assert unused == [], f"granted but never used: {unused}"
+    # A clean stop hands the Lease over at once.
+    lease = emu.store.get("coordination.k8s.io", "leases", HPACTL_NAMESPACE, "hpactl")
+    assert lease is not None and not lease["spec"].get("holderIdentity")
+
+
+# Where a missing permission must show, besides hpactl's log: in the HPAs' events and
+# conditions, or (for what the watch caches need) as a controller that never turns ready.
+SURFACES: dict[tuple[str, str], set[str]] = {
+    ("autoscaling", "horizontalpodautoscalers"): {"unready"},
+    ("", "pods"): {"unready"},
+    ("", "replicationcontrollers"): {"unready"},
+    ("apps", "deployments"): {"unready"},
+    ("autoscaling", "horizontalpodautoscalers/status"): {"event"},
+    ("*", "*/scale"): {"event", "condition"},
+    ("metrics.k8s.io", "pods"): {"event", "condition"},
+    ("custom.metrics.k8s.io", "*"): {"event", "condition"},
+    ("external.metrics.k8s.io", "*"): {"event", "condition"},
+    ("", "events"): set(),
+    ("coordination.k8s.io", "leases"): set(),
+}
+
+
+def _messages(emu: Emulator) -> dict[str, list[str]]:
+    evs = [str(e.get("message", "")) for e in events(emu)]
+    conds = [
+        str(c.get("message", ""))
+        for name in ("web", "worker", "front", "ghost")
+        for c in ((hpa(emu, name) or {}).get("status") or {}).get("conditions") or ()
+    ]
+    return {"event": evs, "condition": conds}
+
+
+def _log_texts(proc: HpactlProcess) -> list[str]:
+    texts: list[str] = []
+    for line in proc.lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            texts.append(line)
+            continue
+        if isinstance(record, dict):
+            texts.extend(str(v) for v in record.values())
+        else:
+            texts.append(line)
+    return texts
+
+
+@needs_kubectl
+@pytest.mark.parametrize("case", _rbac_rules(), ids=_rule_id)
+async def test_hpactl_fails_without_any_single_rule(
+    cluster: Cluster, case: tuple[str, int, Obj]
+) -> None:
+    kind, index, rule = case
+    surfaces = SURFACES.get((rule["apiGroups"][0], rule["resources"][0]))
+    assert surfaces is not None, f"say in SURFACES where losing {rule} shows"
+    forbidden = re.compile(
+        "|".join(
+            rf'User "{re.escape(SA_USER)}" cannot {verb} resource "{resource}" in API group "{group}"'
+            for verb, group, resource in _permissions(rule)
+        )
+    )
+    emu = cluster.emu
+    await _apply_rbac(cluster, drop=(kind, index))
+    seed_cluster(emu)
+    argv = hpactl_argv() + run_flags(_service_account_kubeconfig(cluster), leader_elect=True)
+    async with HpactlProcess(argv) as proc:
+        # The 403 for exactly this permission reaches hpactl's log...
+        logged = await poll(lambda: any(forbidden.search(t) for t in _log_texts(proc)), 20)
+        assert logged, f"no 403 for {rule} in hpactl's output:\n{proc.output()}"
+        # ...and hpactl does not get its job done.
+        assert not await poll(lambda: not unmet(emu), 4), "hpactl works without the rule"
+        found = _messages(emu)
+        for place in surfaces - {"unready"}:
+            assert any(forbidden.search(m) for m in found[place]), (
+                f"no 403 in any HPA {place}: {found[place]}"
+            )
+        if "unready" in surfaces:
+            serving = proc.find("hpactl.serving")
+            assert serving is not None, proc.output()
+            url = f"http://127.0.0.1:{serving['health_port']}/readyz"
+            assert await http_status(url) not in (0, 200), "/readyz reports ready"
+        code = await proc.terminate()
+    assert code == 0, proc.output()
