@@ -130,6 +130,12 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
     if rt.plural in ("deployments", "replicasets", "statefulsets", "replicationcontrollers"):
         _default_workload(obj, rt.kind)
         return
+    if rt.plural == "events":
+        # Fields of core/v1 Event that Go's JSON always writes (no omitempty).
+        obj.setdefault("eventTime", None)
+        obj.setdefault("reportingComponent", "")
+        obj.setdefault("reportingInstance", "")
+        return
     if rt.plural == "customresourcedefinitions":
         _crd_status(obj)
         return

@@ -146,3 +146,74 @@ async def test_custom_objects_and_call_api(api: ApiClient, emulator: Emulator) -
     )
     body = json.loads(await resp.read())
     assert {r["name"] for r in body["resources"]} == {"workers", "workers/status", "workers/scale"}
+
+
+async def test_typed_models_for_leases_events_and_rbac(api: ApiClient) -> None:
+    from datetime import UTC, datetime
+
+    coord = client.CoordinationV1Api(api)
+    now = datetime(2026, 1, 1, 0, 0, 0, 123456, tzinfo=UTC)
+    lease = await coord.create_namespaced_lease(
+        "kube-system",
+        client.V1Lease(
+            metadata=client.V1ObjectMeta(name="hpactl"),
+            spec=client.V1LeaseSpec(
+                holder_identity="a", lease_duration_seconds=15, renew_time=now, acquire_time=now
+            ),
+        ),
+    )
+    assert lease.spec.renew_time == now
+    lease.spec.holder_identity = "b"
+    lease = await coord.replace_namespaced_lease("hpactl", "kube-system", lease)
+    assert lease.spec.holder_identity == "b"
+    stale = client.V1Lease(
+        metadata=client.V1ObjectMeta(name="hpactl", resource_version="1"), spec=lease.spec
+    )
+    with pytest.raises(client.ApiException) as ei:
+        await coord.replace_namespaced_lease("hpactl", "kube-system", stale)
+    assert ei.value.status == 409
+
+    core = client.CoreV1Api(api)
+    ev = await core.create_namespaced_event(
+        "default",
+        client.CoreV1Event(
+            metadata=client.V1ObjectMeta(generate_name="web."),
+            involved_object=client.V1ObjectReference(
+                kind="HorizontalPodAutoscaler", name="web", namespace="default"
+            ),
+            reason="SuccessfulRescale",
+            message="New size: 2; reason: All metrics below target",
+            type="Normal",
+            count=1,
+            first_timestamp=now,
+            last_timestamp=now,
+            source=client.V1EventSource(component="horizontal-pod-autoscaler"),
+        ),
+    )
+    await core.patch_namespaced_event(
+        ev.metadata.name, "default", {"count": 2, "lastTimestamp": "2026-01-01T00:01:00Z"}
+    )
+    # As with a real server, events written through core/v1 have eventTime null, which
+    # kubernetes_asyncio's EventsV1Event model rejects: read them raw.
+    resp = await client.EventsV1Api(api).read_namespaced_event(
+        ev.metadata.name, "default", _preload_content=False
+    )
+    v1 = json.loads(await resp.read())
+    assert v1["regarding"]["name"] == "web" and v1["deprecatedCount"] == 2
+    assert v1["eventTime"] is None and v1["reportingController"] == ""
+
+    rbac = client.RbacAuthorizationV1Api(api)
+    await rbac.create_cluster_role(
+        client.V1ClusterRole(
+            metadata=client.V1ObjectMeta(name="hpactl"),
+            rules=[
+                client.V1PolicyRule(
+                    api_groups=["autoscaling"],
+                    resources=["horizontalpodautoscalers"],
+                    verbs=["list"],
+                )
+            ],
+        )
+    )
+    roles = await rbac.list_cluster_role(label_selector="")
+    assert [r.metadata.name for r in roles.items] == ["hpactl"]
