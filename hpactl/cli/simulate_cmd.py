@@ -153,6 +153,8 @@ def _run(args: argparse.Namespace) -> int:
         render_outputs(results, scenario, output=args.output, plot=args.plot, out=out)
     except BrokenPipeError:
         return _broken_pipe()
+    except OSError as exc:  # the plot file could not be written
+        return failed(exc, args.verbose)
     if args.plot:
         print(f"plot written to {Path(args.plot)}", file=sys.stderr)
     return 0

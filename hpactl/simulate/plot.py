@@ -53,6 +53,9 @@ def check_plot_path(path: str | Path) -> None:
         raise PlotError(
             f"--plot {path}: unsupported file type {suffix or '(none)'!r}; use .svg, .html or .png"
         )
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise PlotError(f"--plot {path}: directory {parent} does not exist")
     if suffix == ".png" and importlib.util.find_spec("matplotlib") is None:
         raise PlotError(
             f"--plot {path}: writing PNG needs matplotlib, which is not installed "

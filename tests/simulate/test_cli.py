@@ -267,3 +267,11 @@ def test_scenario_from_stdin(
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(small_scenario())))
     assert main(["simulate", "-", "-o", "jsonl"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 4
+
+
+def test_plot_directory_must_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = scenario_file(tmp_path, small_scenario())
+    assert main(["simulate", str(f), "--plot", str(tmp_path / "no" / "p.svg")]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == ""  # stopped before running
+    assert "does not exist" in cap.err
