@@ -33,7 +33,6 @@ from hpactl.clock import VirtualClock
 from hpactl.emulator import errors as emu_errors
 from hpactl.emulator.emulator import Emulator
 from hpactl.emulator.registry import ResourceType
-from hpactl.emulator.server import validate
 from hpactl.emulator.store import WatchEvent, format_timestamp
 from hpactl.emulator.workload import Workload
 from hpactl.model.times import parse_time
@@ -242,7 +241,7 @@ class Simulation:
             raise ScenarioError(where, exc.message) from None
         meta = obj.get("metadata") or {}
         try:
-            validate(rt, obj)
+            # The store validates (after defaulting) as the API server would.
             ns = str(meta.get("namespace") or "default") if rt.namespaced else ""
             if ns and store.get_entry(("", "namespaces"), "", ns) is None:
                 store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
