@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -450,9 +450,25 @@ def _steps(v: Any) -> tuple[Step, ...]:
     return tuple(out)
 
 
+def _plain(v: Any) -> Any:
+    """JSON-ready values: YAML turns unquoted timestamps into datetimes; make them
+    RFC 3339 text again, as a Kubernetes client would send them."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, datetime):
+        dt = (v if v.tzinfo else v.replace(tzinfo=UTC)).astimezone(UTC)
+        text = dt.isoformat() if dt.microsecond else dt.strftime("%Y-%m-%dT%H:%M:%S")
+        return text.removesuffix("+00:00") + "Z"
+    if isinstance(v, date):
+        return v.isoformat()
+    return v
+
+
 def parse_scenario(data: Any, *, source: str = "") -> Scenario:
     """Validate a decoded scenario document."""
-    m = _map(data, "")
+    m = _map(_plain(data), "")
     _known(m, TOP_KEYS, "")
     name = _str(m["name"], "name") if "name" in m else (Path(source).stem if source else "scenario")
     description = _str(m.get("description") or "", "description")

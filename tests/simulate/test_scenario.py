@@ -289,3 +289,19 @@ def test_missing_file() -> None:
     with pytest.raises(ScenarioError) as err:
         load_scenario("/nonexistent/scenario.yaml")
     assert str(err.value) == "/nonexistent/scenario.yaml: No such file or directory"
+
+
+def test_unquoted_timestamps_in_manifests_become_text() -> None:
+    sc = loads_scenario(
+        """
+objects:
+  - apiVersion: v1
+    kind: Pod
+    metadata: {name: p, deletionTimestamp: 2026-01-01T00:00:00Z}
+    status: {startTime: 2025-12-31T23:00:00.5Z}
+steps: []
+"""
+    )
+    (pod,) = sc.objects
+    assert pod["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:00Z"
+    assert pod["status"]["startTime"] == "2025-12-31T23:00:00.500000Z"
