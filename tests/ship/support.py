@@ -1,24 +1,13 @@
-"""Helpers for the ship tests: the manifests, kubectl over TLS, a scripted cluster
-for hpactl to work on, and `hpactl run` as a child process.
-
-kubectl never sends a bearer token to an ``http://`` server (client-go reads a
-kubeconfig's credentials only for TLS transports), and the emulator speaks plain
-HTTP. So kubectl reaches an authenticating emulator through :class:`TlsFront`, a
-TLS-terminating TCP relay on loopback using the test-only certificate in
-``tests/ship/tls`` (valid 2020-2120, SAN 127.0.0.1; never use it elsewhere).
-hpactl itself (kubernetes_asyncio) does send tokens over HTTP and talks to the
-emulator directly.
-"""
+"""Helpers for the ship tests: the manifests, kubectl, a scripted cluster for hpactl
+to work on, and `hpactl run` as a child process."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import os
 import signal
-import ssl
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -35,7 +24,6 @@ Obj = dict[str, Any]
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
-TLS_DIR = Path(__file__).resolve().parent / "tls"
 
 HPACTL_NAMESPACE = "hpactl-system"
 HPACTL_SA = "hpactl"
@@ -66,72 +54,6 @@ def rbac_files() -> list[Path]:
 
 
 # --------------------------------------------------------------------------- kubectl
-
-
-class TlsFront:
-    """A TLS-terminating TCP relay to the emulator's plain-HTTP port (see module doc)."""
-
-    def __init__(self, emu: Emulator) -> None:
-        self._emu = emu
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.port = 0
-
-    async def __aenter__(self) -> TlsFront:
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_cert_chain(TLS_DIR / "cert.pem", TLS_DIR / "key.pem")
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=ctx)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            up_r, up_w = await asyncio.open_connection(self._emu.host, self._emu.port)
-            await asyncio.gather(_pipe(reader, up_w), _pipe(up_r, writer))
-        except (OSError, ssl.SSLError):
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-
-    def kubeconfig(self, path: Path, token: str | None = None) -> Path:
-        """A kubeconfig for kubectl: https to this relay, the admin token by default."""
-        cfg = self._emu.kubeconfig(token=token)
-        cluster = cfg["clusters"][0]["cluster"]
-        cluster["server"] = f"https://127.0.0.1:{self.port}"
-        ca = (TLS_DIR / "cert.pem").read_bytes()
-        cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
-        path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        return path
-
-
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    try:
-        while chunk := await src.read(65536):
-            dst.write(chunk)
-            await dst.drain()
-    except (OSError, ssl.SSLError):
-        pass
-    finally:
-        with contextlib.suppress(OSError, RuntimeError):
-            if dst.can_write_eof():
-                dst.write_eof()
 
 
 async def kubectl(kubeconfig: Path, *args: str, timeout: float = 60.0) -> tuple[int, str, str]:

@@ -12,8 +12,7 @@
   and the 403 for exactly that permission shows where an operator looks (events,
   conditions or hpactl's log).
 
-kubectl reaches the emulator through a TLS relay (see support.py); hpactl talks to
-it directly. Syncs every 1 s and 2 s leases keep each test to a few seconds.
+Syncs every 1 s and 2 s leases keep each test to a few seconds.
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ from .support import (
     HPACTL_SA,
     MANIFESTS,
     HpactlProcess,
-    TlsFront,
     events,
     hpa,
     hpactl_argv,
@@ -210,9 +208,10 @@ class Cluster:
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    """An emulator with authentication and RBAC enforcement, reached by kubectl over TLS."""
-    async with Emulator(auth=True, bookmark_interval=0.5) as emu, TlsFront(emu) as front:
-        yield Cluster(emu, front.kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path)
+    """An emulator with authentication and RBAC enforcement, serving https (kubectl sends
+    a kubeconfig's token only to https servers); kubeconfigs carry its CA."""
+    async with Emulator(auth=True, tls=True, bookmark_interval=0.5) as emu:
+        yield Cluster(emu, emu.write_kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path)
 
 
 def _stored(emu: Emulator, obj: Obj) -> Obj | None:
