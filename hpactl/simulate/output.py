@@ -148,7 +148,7 @@ def _hpa_line(result: StepResult, key: str) -> str:
     ns = key.partition("/")[0]
     tkey = f"{ref.get('kind')}/{ns}/{ref.get('name')}"
     replicas = (result.targets.get(tkey) or {}).get("replicas")
-    current = status.get("currentReplicas")
+    current = status.get("currentReplicas", 0)  # omitempty: absent means 0
     desired = status.get("desiredReplicas")
     metrics = ", ".join(
         f"{r.label} {r.current_text}/{r.target_text}" for r in metric_rows(spec, status)

@@ -34,6 +34,7 @@ from hpactl.emulator import errors as emu_errors
 from hpactl.emulator.emulator import Emulator
 from hpactl.emulator.registry import ResourceType
 from hpactl.emulator.store import WatchEvent, format_timestamp
+from hpactl.emulator.validation import hpa_spec_causes, validate_stored
 from hpactl.emulator.workload import Workload
 from hpactl.model.times import parse_time
 from hpactl.simulate.scenario import (
@@ -134,6 +135,25 @@ class SimClock:
             self.virtual.advance(delta)
 
 
+def _scale_to_zero_validator(rt: ResourceType, obj: Obj) -> None:
+    """The API server's validation with the HPAScaleToZero gate on: minReplicas 0 is
+    allowed (with an Object or External metric); everything else as usual."""
+    spec = obj.get("spec")
+    if (
+        rt.group == "autoscaling"
+        and rt.plural == "horizontalpodautoscalers"
+        and isinstance(spec, dict)
+        and spec.get("minReplicas") == 0
+    ):
+        causes = hpa_spec_causes(spec, min_replicas_lower_bound=0)
+        if causes:
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            raise emu_errors.invalid(rt.kind, rt.group, name, causes)
+        validate_stored(rt, {**obj, "spec": {**spec, "minReplicas": 1}})
+        return
+    validate_stored(rt, obj)
+
+
 def _api_message(exc: BaseException) -> str:
     if isinstance(exc, emu_errors.ApiError):
         return exc.message
@@ -152,6 +172,10 @@ class Simulation:
         self.scenario = scenario
         self.clock = SimClock(scenario.start)
         self.emu = Emulator(now=self.clock.now)
+        if scenario.config.feature_gates.enabled("HPAScaleToZero"):
+            # The scenario's feature gates are the cluster's: the API server accepts
+            # minReplicas 0 only with the gate. (The emulator has no switch for it.)
+            self.emu.store._validator = _scale_to_zero_validator
         self.workload = Workload(
             self.emu.store, scenario.workload, start=scenario.start, now=self.clock.now
         )

@@ -421,3 +421,27 @@ async def test_listed_pod_metrics_win_over_generated_ones() -> None:
         await sim.run()
         # `pods: []` drops the listed item; the generated ones stay.
         assert usage() == {"db-0": "500m", "db-1": "500m"}
+
+
+async def test_scale_to_zero_follows_the_feature_gate() -> None:
+    target = deployment("w", 1, cpu=None)
+    target["status"] = {"replicas": 1}
+    zero = hpa("w", [external_metric("q", "10")], min_replicas=0)
+    doc: dict[str, Any] = {
+        "flags": {"feature-gates": "HPAScaleToZero=false"},
+        "objects": [target, zero],
+        "metrics": {"external": [{"namespace": "default", "metricName": "q", "value": "0"}]},
+        "steps": [{}, {"after": "5m"}],
+    }
+    # Without the gate the API server refuses minReplicas 0, as upstream's does.
+    with pytest.raises(ScenarioError) as err:
+        await run(doc)
+    assert str(err.value).startswith(
+        'objects[1]: HorizontalPodAutoscaler.autoscaling "w" is invalid: '
+    )
+    assert "spec.minReplicas: Invalid value: 0" in str(err.value)
+    del doc["flags"]  # on by default in 1.37
+    r0, r1 = await run(doc)
+    assert r0.targets["Deployment/default/w"]["replicas"] == 1  # the window holds it
+    assert r1.targets["Deployment/default/w"]["replicas"] == 0
+    assert r1.events[0]["message"] == "New size: 0; reason: All metrics below target"
