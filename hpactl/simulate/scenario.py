@@ -247,7 +247,7 @@ def flag_argv(flags: Mapping[str, str], kubeconfig: str | None = None) -> list[s
 
 def build_config(flags: Mapping[str, str], kubeconfig: str | None = None) -> ControllerConfig:
     """Validate flags with `hpactl run`'s own parser (same rules, same messages)."""
-    from hpactl.cli.run_cmd import parse_run_config
+    from hpactl.flags import parse_run_config
 
     for k, v in flags.items():
         try:
