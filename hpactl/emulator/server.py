@@ -310,6 +310,12 @@ class ApiServer:
             return await self._resource(request, attrs)
         except errors.ApiError as err:
             return error_response(err)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            # A malformed body the emulator did not anticipate: a 500 like the real
+            # server's "Internal error occurred", never a dropped connection.
+            return error_response(
+                errors.ApiError(500, "InternalError", f"Internal error occurred: {exc!r}")
+            )
 
     # ---- discovery ----------------------------------------------------------------------
 
@@ -763,7 +769,7 @@ class ApiServer:
         self._require_namespace(rt, ns)
         dry = request.query.get("dryRun") == "All"
         entry = self.store.create_entry(
-            self._storage_rt(rt), ns, self._to_storage(rt, body), dry_run=dry
+            self._storage_rt(rt), ns, self._to_storage(rt, body), dry_run=dry, validate=True
         )
         return self._single(request, rt, entry, 201)
 
@@ -783,6 +789,7 @@ class ApiServer:
             self._to_storage(rt, body),
             subresource=sub,
             dry_run=request.query.get("dryRun") == "All",
+            validate=True,
         )
         return self._single(request, rt, entry)
 
@@ -805,7 +812,7 @@ class ApiServer:
                 obj["metadata"].setdefault("name", name)
                 self._require_namespace(rt, ns)
                 created = self.store.create_entry(
-                    self._storage_rt(rt), ns, self._to_storage(rt, obj)
+                    self._storage_rt(rt), ns, self._to_storage(rt, obj), validate=True
                 )
                 return self._single(request, rt, created, 201)
             raise errors.not_found(rt.group, rt.plural, name)
@@ -825,6 +832,7 @@ class ApiServer:
             self._to_storage(rt, patched),
             subresource=sub,
             dry_run=request.query.get("dryRun") == "All",
+            validate=True,
         )
         return self._single(request, rt, new_entry)
 

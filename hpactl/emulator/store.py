@@ -245,6 +245,7 @@ class Store:
         *,
         keep_status: bool = False,
         dry_run: bool = False,
+        validate: bool = False,
     ) -> Entry:
         """Create (POST semantics). `obj` is a fresh dict in storage version; it is consumed."""
         meta = obj.setdefault("metadata", {})
@@ -291,7 +292,7 @@ class Store:
             obj["status"] = _zero_status(rt)
         if self._defaulter is not None:
             self._defaulter(rt, obj)
-        if self._validator is not None:
+        if validate and self._validator is not None:
             self._validator(rt, obj)
         if dry_run:
             obj["metadata"]["resourceVersion"] = str(self._rv)
@@ -309,6 +310,7 @@ class Store:
         check_rv: bool = True,
         keep_status: bool = False,
         dry_run: bool = False,
+        validate: bool = False,
     ) -> Entry:
         """Replace (PUT semantics) on the main resource or the status subresource."""
         key = rt.storage_key
@@ -347,7 +349,7 @@ class Store:
             if self._defaulter is not None:
                 self._defaulter(rt, new)
                 new_meta = new["metadata"]  # the defaulter may have replaced it
-            if self._validator is not None:
+            if validate and self._validator is not None:
                 self._validator(rt, new)
             if rt.generation and _spec_changed(old_obj, new):
                 new_meta["generation"] = int(old_meta.get("generation", 0)) + 1

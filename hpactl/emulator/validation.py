@@ -400,9 +400,71 @@ def _workload_causes(rt: ResourceType, obj: Obj) -> list[Cause]:
     return out
 
 
+def _json_type(v: Any) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (int, float)):
+        return f"number {v}"
+    if isinstance(v, dict):
+        return "object"
+    return "array" if isinstance(v, list) else "null"
+
+
+def _check_ints(rt: ResourceType, obj: Obj, fields: list[tuple[str, str, tuple[str, ...]]]) -> None:
+    """400 for a non-integer where Go decodes an int32, as the JSON decoder words it."""
+
+    def walk(
+        cur: Any, rest: tuple[str, ...], struct: str, go_type: str, path: tuple[str, ...]
+    ) -> None:
+        if isinstance(cur, list):
+            for item in cur:
+                walk(item, rest, struct, go_type, path)
+            return
+        if not rest:
+            if cur is not None and (isinstance(cur, bool) or not isinstance(cur, int)):
+                raise errors.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"json: cannot unmarshal {_json_type(cur)} into Go struct field "
+                    f"{struct}.{'.'.join(path)} of type {go_type}"
+                )
+            return
+        if isinstance(cur, dict):
+            walk(cur.get(rest[0]), rest[1:], struct, go_type, path)
+
+    for struct, go_type, path in fields:
+        walk(obj, path, struct, go_type, path)
+
+
+_HPA_INTS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("HorizontalPodAutoscalerSpec", "int32", ("spec", "minReplicas")),
+    ("HorizontalPodAutoscalerSpec", "int32", ("spec", "maxReplicas")),
+    ("HPAScalingRules", "int32", ("spec", "behavior", "scaleUp", "stabilizationWindowSeconds")),
+    ("HPAScalingRules", "int32", ("spec", "behavior", "scaleDown", "stabilizationWindowSeconds")),
+    ("HPAScalingPolicy", "int32", ("spec", "behavior", "scaleUp", "policies", "value")),
+    ("HPAScalingPolicy", "int32", ("spec", "behavior", "scaleUp", "policies", "periodSeconds")),
+    ("HPAScalingPolicy", "int32", ("spec", "behavior", "scaleDown", "policies", "value")),
+    ("HPAScalingPolicy", "int32", ("spec", "behavior", "scaleDown", "policies", "periodSeconds")),
+    ("MetricTarget", "int32", ("spec", "metrics", "resource", "target", "averageUtilization")),
+    (
+        "MetricTarget",
+        "int32",
+        ("spec", "metrics", "containerResource", "target", "averageUtilization"),
+    ),
+]
+
+
 def validate_stored(rt: ResourceType, obj: Obj) -> None:
-    """Validate an object in storage version after defaulting; raises 422 Invalid."""
+    """Validate an object in storage version after defaulting; raises 422 Invalid
+    (400 for values of the wrong JSON type)."""
     meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be an object")
+    if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
+        _check_ints(rt, obj, _HPA_INTS)
+    elif rt.scale is not None and not rt.custom:
+        _check_ints(rt, obj, [(f"{rt.kind}Spec", "int32", ("spec", "replicas"))])
     causes = _name_causes(rt, meta) if not rt.external else []
     if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
         causes += hpa_spec_causes(obj.get("spec") or {})

@@ -299,3 +299,18 @@ async def test_watch_of_a_vanished_client_is_released(emulator: Emulator) -> Non
             break
         await asyncio.sleep(0.01)
     assert emulator.store.watcher_count() == 0
+
+
+async def test_wrong_json_types_are_decode_errors(http: Http, emulator: Emulator) -> None:
+    from .helpers import HPAS, hpa_v2
+
+    body = hpa_v2("web", "web")
+    body["spec"]["maxReplicas"] = "10"
+    code, err = await http.post(HPAS, body)
+    assert code == 400 and err["reason"] == "BadRequest"
+    assert err["message"] == (
+        'HorizontalPodAutoscaler in version "v2" cannot be handled as a HorizontalPodAutoscaler: '
+        "json: cannot unmarshal string into Go struct field HorizontalPodAutoscalerSpec.spec.maxReplicas of type int32"
+    )
+    # the in-process store is privileged: tests may plant what the API would refuse
+    emulator.store.create(body)
