@@ -9,6 +9,7 @@ field mapping of `k8s.io/kubernetes/pkg/apis/events/v1/conversion.go`.
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
 from typing import Any
 
@@ -136,6 +137,12 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
         obj.setdefault("reportingComponent", "")
         obj.setdefault("reportingInstance", "")
         return
+    if rt.plural == "services" and not rt.group:
+        _default_service(obj)
+        return
+    if rt.plural == "secrets" and not rt.group:
+        obj.setdefault("type", "Opaque")
+        return
     if rt.plural == "customresourcedefinitions":
         _crd_status(obj)
         return
@@ -215,3 +222,29 @@ def _crd_status(crd: Obj) -> None:
             str(v.get("name")) for v in spec.get("versions") or [] if v.get("storage")
         ],
     }
+
+
+def _default_service(svc: Obj) -> None:
+    """Service defaulting, with a stable made-up cluster IP (no allocator to ask)."""
+    spec = svc.get("spec")
+    if not isinstance(spec, dict):
+        spec = svc["spec"] = {}
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName":
+        if not spec.get("clusterIP"):
+            meta = svc.get("metadata") or {}
+            digest = hashlib.sha256(
+                f"{meta.get('namespace', '')}/{meta.get('name', '')}".encode()
+            ).digest()
+            spec["clusterIP"] = f"10.96.{digest[0]}.{digest[1] % 254 + 1}"
+        spec.setdefault("clusterIPs", [spec["clusterIP"]])
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+    if not svc.get("status"):
+        svc["status"] = {"loadBalancer": {}}

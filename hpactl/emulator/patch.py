@@ -8,6 +8,7 @@ the served types never give one field name two different strategies.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from hpactl.emulator import errors
@@ -198,13 +199,22 @@ def merge_patch(doc: Any, patch: Any) -> Any:
 # ---- strategic merge patch -------------------------------------------------------------
 
 
-def strategic_merge_patch(doc: Any, patch: Any) -> Any:
+def merge_keys_for(kind: str) -> dict[str, str]:
+    """The merge-key table of a kind (Service ports merge by `port`)."""
+    if kind == "Service":
+        return {**MERGE_KEYS, "ports": "port"}
+    return MERGE_KEYS
+
+
+def strategic_merge_patch(doc: Any, patch: Any, keys: Mapping[str, str] = MERGE_KEYS) -> Any:
     if not isinstance(patch, dict):
         raise errors.bad_request("strategic merge patch must be a JSON object")
-    return _smp_map(copy.deepcopy(doc) if isinstance(doc, dict) else {}, patch)
+    return _smp_map(copy.deepcopy(doc) if isinstance(doc, dict) else {}, patch, keys)
 
 
-def _smp_map(orig: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def _smp_map(
+    orig: dict[str, Any], patch: dict[str, Any], keys: Mapping[str, str]
+) -> dict[str, Any]:
     directive = patch.get("$patch")
     if directive == "replace":
         return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
@@ -226,9 +236,9 @@ def _smp_map(orig: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
             continue
         cur = orig.get(k)
         if isinstance(v, dict):
-            orig[k] = _smp_map(cur if isinstance(cur, dict) else {}, v)
+            orig[k] = _smp_map(cur if isinstance(cur, dict) else {}, v, keys)
         elif isinstance(v, list) and isinstance(cur, list):
-            orig[k] = _smp_list(k, cur, v)
+            orig[k] = _smp_list(k, cur, v, keys)
         elif isinstance(v, list):
             orig[k] = [
                 {kk: vv for kk, vv in x.items() if not kk.startswith("$")}
@@ -246,7 +256,7 @@ def _smp_map(orig: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     for field_name, order in orders.items():
         cur = orig.get(field_name)
         if isinstance(cur, list):
-            orig[field_name] = _apply_order(field_name, cur, order)
+            orig[field_name] = _apply_order(field_name, cur, order, keys)
     if isinstance(retain, list):
         for k in list(orig):
             if k not in retain:
@@ -254,8 +264,8 @@ def _smp_map(orig: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     return orig
 
 
-def _smp_list(name: str, cur: list[Any], patch: list[Any]) -> list[Any]:
-    key = MERGE_KEYS.get(name)
+def _smp_list(name: str, cur: list[Any], patch: list[Any], keys: Mapping[str, str]) -> list[Any]:
+    key = keys.get(name)
     if key is None:
         if name in MERGE_SCALAR_LISTS:
             out = list(cur)
@@ -281,14 +291,14 @@ def _smp_list(name: str, cur: list[Any], patch: list[Any]) -> list[Any]:
                 del out[idx]
             continue
         if idx is None:
-            out.append(_smp_map({}, item))
+            out.append(_smp_map({}, item, keys))
         else:
-            out[idx] = _smp_map(out[idx], item)
+            out[idx] = _smp_map(out[idx], item, keys)
     return out
 
 
-def _apply_order(name: str, cur: list[Any], order: list[Any]) -> list[Any]:
-    key = MERGE_KEYS.get(name)
+def _apply_order(name: str, cur: list[Any], order: list[Any], keys: Mapping[str, str]) -> list[Any]:
+    key = keys.get(name)
 
     def ident(x: Any) -> Any:
         if key is not None and isinstance(x, dict):

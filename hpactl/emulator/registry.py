@@ -215,6 +215,19 @@ def builtin_registry() -> Registry:
         )
     )
     add(_rt("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)))
+    add(
+        _rt(
+            "",
+            "v1",
+            "Service",
+            "services",
+            short_names=("svc",),
+            categories=("all",),
+            status=True,
+        )
+    )
+    add(_rt("", "v1", "ConfigMap", "configmaps", short_names=("cm",)))
+    add(_rt("", "v1", "Secret", "secrets"))
     for kind, plural, short in (
         ("Deployment", "deployments", ("deploy",)),
         ("ReplicaSet", "replicasets", ("rs",)),
@@ -247,6 +260,17 @@ def builtin_registry() -> Registry:
                 storage_version="v2",
             )
         )
+    add(
+        _rt(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            short_names=("pdb",),
+            status=True,
+            generation=True,
+        )
+    )
     add(
         _rt(
             "coordination.k8s.io",

@@ -1021,17 +1021,18 @@ def _entry_key(e: Entry) -> tuple[str, str]:
 
 
 def _apply_patch(ctype: str, doc: Any, body: Any) -> Any:
+    kind = str(doc.get("kind", "")) if isinstance(doc, dict) else ""
     if ctype == PATCH_TYPES[0]:
         return patch.json_patch(doc, body)
     if ctype == PATCH_TYPES[1]:
         return patch.merge_patch(doc, body)
     if ctype == PATCH_TYPES[2]:
-        return patch.strategic_merge_patch(doc, body)
+        return patch.strategic_merge_patch(doc, body, patch.merge_keys_for(kind))
     # Server-side apply, approximated: the applied configuration is merged like a
     # strategic merge patch (no managedFields, no field ownership conflicts).
     if isinstance(body, dict):
         body = {k: v for k, v in body.items() if k not in ("status",)}
-    return patch.strategic_merge_patch(doc, body)
+    return patch.strategic_merge_patch(doc, body, patch.merge_keys_for(kind))
 
 
 def _get_path(obj: Obj, path: str) -> Any:

@@ -335,7 +335,82 @@ def _print_created_at(obj: Obj, now: datetime) -> list[Any]:
     return [_name(obj), obj.get("metadata", {}).get("creationTimestamp", "")]
 
 
+def _print_service(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    typ = spec.get("type") or "ClusterIP"
+    ports = []
+    for p in spec.get("ports") or []:
+        node = f":{p['nodePort']}" if p.get("nodePort") else ""
+        ports.append(f"{p.get('port')}{node}/{p.get('protocol', 'TCP')}")
+    external = ",".join(spec.get("externalIPs") or []) or (
+        "<pending>" if typ == "LoadBalancer" else "<none>"
+    )
+    if typ == "ExternalName":
+        external = spec.get("externalName") or "<none>"
+    sel = spec.get("selector") or {}
+    return [
+        _name(obj),
+        typ,
+        spec.get("clusterIP") or "<none>",
+        external,
+        ",".join(ports) or "<none>",
+        _age(obj, now),
+        ",".join(f"{k}={v}" for k, v in sorted(sel.items())) or "<none>",
+    ]
+
+
+def _print_pdb(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    mn = spec.get("minAvailable")
+    mx = spec.get("maxUnavailable")
+    return [
+        _name(obj),
+        str(mn) if mn is not None else "N/A",
+        str(mx) if mx is not None else "N/A",
+        int(st.get("disruptionsAllowed") or 0),
+        _age(obj, now),
+    ]
+
+
+def _print_configmap(obj: Obj, now: datetime) -> list[Any]:
+    n = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+    return [_name(obj), n, _age(obj, now)]
+
+
+def _print_secret(obj: Obj, now: datetime) -> list[Any]:
+    n = len(obj.get("data") or {}) + len(obj.get("stringData") or {})
+    return [_name(obj), obj.get("type", ""), n, _age(obj, now)]
+
+
 _PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
+    ("", "services"): (
+        [
+            _NAME,
+            ("Type", "string", "", 0),
+            ("Cluster-IP", "string", "", 0),
+            ("External-IP", "string", "", 0),
+            ("Port(s)", "string", "", 0),
+            _AGE,
+            ("Selector", "string", "", 1),
+        ],
+        _print_service,
+    ),
+    ("policy", "poddisruptionbudgets"): (
+        [
+            _NAME,
+            ("Min Available", "string", "", 0),
+            ("Max Unavailable", "string", "", 0),
+            ("Allowed Disruptions", "integer", "", 0),
+            _AGE,
+        ],
+        _print_pdb,
+    ),
+    ("", "configmaps"): ([_NAME, ("Data", "integer", "", 0), _AGE], _print_configmap),
+    ("", "secrets"): (
+        [_NAME, ("Type", "string", "", 0), ("Data", "integer", "", 0), _AGE],
+        _print_secret,
+    ),
     ("autoscaling", "horizontalpodautoscalers"): (
         [
             _NAME,

@@ -395,3 +395,65 @@ async def test_auth_mode_serves_tls_and_enforces_rbac(tmp_path: Path) -> None:
         bogus = emu.write_kubeconfig(tmp_path / "bogus", token="nope")
         out = await kubectl(bogus, "get", "hpa", check=False)
         assert "Unauthorized" in out
+
+
+SERVICE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+spec:
+  minAvailable: 1
+  selector:
+    matchLabels: {app: web}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web
+data: {a: "1", b: "2"}
+"""
+
+
+async def test_services_pdbs_configmaps(
+    emulator: Emulator, kubeconfig: Path, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "svc.yaml"
+    manifest.write_text(SERVICE)
+    out = await kubectl(kubeconfig, "apply", "-f", str(manifest))
+    assert "service/web created" in out and "poddisruptionbudget.policy/web created" in out
+    svc = rows(await kubectl(kubeconfig, "get", "svc"))
+    assert svc[0] == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    assert svc[1][:2] == ["web", "ClusterIP"] and svc[1][3:5] == ["<none>", "80/TCP"]
+    pdb = rows(await kubectl(kubeconfig, "get", "pdb"))
+    assert pdb[0] == [
+        "NAME",
+        "MIN",
+        "AVAILABLE",
+        "MAX",
+        "UNAVAILABLE",
+        "ALLOWED",
+        "DISRUPTIONS",
+        "AGE",
+    ]
+    assert pdb[1][:4] == ["web", "1", "N/A", "0"]
+    cm = rows(await kubectl(kubeconfig, "get", "cm"))
+    assert cm[1][:2] == ["web", "2"]
+    # Service ports merge by `port`: a changed port replaces the old entry
+    manifest.write_text(SERVICE.replace("port: 80,", "port: 90,"))
+    await kubectl(kubeconfig, "apply", "-f", str(manifest))
+    stored = emulator.store.get("", "services", "default", "web")
+    assert stored is not None
+    assert stored["spec"]["ports"] == [
+        {"name": "http", "port": 90, "targetPort": 8080, "protocol": "TCP"}
+    ]
+    assert stored["spec"]["clusterIP"].startswith("10.96.")
