@@ -1,0 +1,551 @@
+"""Benchmark: the controller at product scale (10,000 HPAs on one core, QPS 20).
+
+Run by hand (not a test)::
+
+    .venv/bin/python bench/bench_scale.py                    # 10,000 HPAs / 100 namespaces
+    .venv/bin/python bench/bench_scale.py --hpas 1000        # quicker
+    .venv/bin/python bench/bench_scale.py -- --kube-api-qps 50   # any `hpactl run` flag after --
+
+Three processes, so the controller's CPU is measured alone:
+
+* the emulator (a child process), loaded with N HPAs over the namespaces, each HPA
+  targeting its own Deployment of 3 Ready pods with CPU requests, and PodMetrics for
+  every pod set in one call;
+* a warm-up controller (a child process, no client rate limit) that syncs every HPA
+  once so each has a status: the measured controller then starts like a restarted
+  ``hpactl run`` in a settled cluster, where nothing needs writing;
+* the measured controller (this process): ``ControllerApp`` built from
+  ``parse_run_config`` (default flags: QPS 20, burst 30, 5 concurrent syncs, 15 s
+  period), logging configured as ``hpactl run`` does (JSON at info, one line per
+  sync) but written to /dev/null, tracing off.
+
+It prints: the time to caches synced and the RSS after it; for each round of
+``sync_all()`` the wall time (until the last event is written), the controller's CPU
+seconds, the emulator's CPU seconds, the API requests by verb and resource, the
+rescales and status writes; a steady round first (no change: no writes), then a
+round after 10 % of the workloads' metrics double (scale + status + event writes).
+Each round is checked against the sync period: at QPS q, a round needing R
+rate-limited requests takes at least (R - burst) / q seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import cProfile
+import gc
+import io
+import logging
+import multiprocessing
+import os
+import pstats
+import resource
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from typing import Any
+
+STARTED = "2026-01-01T00:00:00Z"
+READY_AT = "2026-01-01T00:00:30Z"
+REQUEST_MILLI = 200  # each pod's CPU request
+TARGET_UTILIZATION = 50  # percent: usage of 100m is exactly on target
+STEADY_USAGE = "100m"
+HIGH_USAGE = "200m"  # 100 % utilization: 3 pods -> 6
+
+
+# -- the cluster -----------------------------------------------------------------------
+
+
+def _ns(i: int, per_ns: int) -> str:
+    return f"ns{i // per_ns}"
+
+
+def workload(i: int, per_ns: int, pods: int) -> Iterator[dict[str, Any]]:
+    ns, app = _ns(i, per_ns), f"app{i}"
+    labels = {"app": app}
+    yield {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"namespace": ns, "name": app, "labels": labels},
+        "spec": {
+            "replicas": pods,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "main", "image": "registry.example/app:1.2.3"}]},
+            },
+        },
+        "status": {"replicas": pods, "readyReplicas": pods, "availableReplicas": pods},
+    }
+    yield {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"namespace": ns, "name": app},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+            "minReplicas": 1,
+            "maxReplicas": 10,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {
+                            "type": "Utilization",
+                            "averageUtilization": TARGET_UTILIZATION,
+                        },
+                    },
+                }
+            ],
+        },
+    }
+    for j in range(pods):
+        yield {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "namespace": ns,
+                "name": f"{app}-{j}",
+                "labels": {**labels, "pod-template-hash": "5d8f7c9b6"},
+                "ownerReferences": [
+                    {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": "x"}
+                ],
+            },
+            "spec": {
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.example/app:1.2.3",
+                        "resources": {"requests": {"cpu": f"{REQUEST_MILLI}m", "memory": "256Mi"}},
+                        "env": [{"name": f"VAR{k}", "value": "x" * 40} for k in range(10)],
+                    }
+                ]
+            },
+            "status": {
+                "phase": "Running",
+                "startTime": STARTED,
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": READY_AT}],
+            },
+        }
+
+
+def pod_metrics(n: int, per_ns: int, pods: int, high: set[int]) -> list[dict[str, Any]]:
+    out = []
+    for i in range(n):
+        cpu = HIGH_USAGE if i in high else STEADY_USAGE
+        for j in range(pods):
+            out.append(
+                {
+                    "metadata": {"namespace": _ns(i, per_ns), "name": f"app{i}-{j}"},
+                    "window": "30s",
+                    "containers": [{"name": "main", "usage": {"cpu": cpu, "memory": "100Mi"}}],
+                }
+            )
+    return out
+
+
+def serve(conn: Connection, n: int, per_ns: int, pods: int) -> None:
+    """Child process: the loaded emulator, answering commands over a pipe."""
+    from hpactl.emulator import Emulator
+
+    async def run() -> None:
+        namespaces = [f"ns{k}" for k in range((n + per_ns - 1) // per_ns)]
+        t0 = time.perf_counter()
+        emu = Emulator(bookmark_interval=1.0, namespaces=["default", *namespaces])
+        emu.store.bulk_create(o for i in range(n) for o in workload(i, per_ns, pods))
+        emu.metrics.set_pod_metrics(pod_metrics(n, per_ns, pods, set()))
+        await emu.start()
+        conn.send((emu.url, time.perf_counter() - t0))
+        loop = asyncio.get_running_loop()
+        while True:
+            cmd, arg = await loop.run_in_executor(None, conn.recv)
+            if cmd == "cpu":
+                conn.send(time.process_time())
+            elif cmd == "metrics":  # arg: the workloads whose usage doubles
+                emu.metrics.set_pod_metrics(pod_metrics(n, per_ns, pods, set(arg)))
+                conn.send("ok")
+            else:
+                await emu.stop()
+                conn.send("stopped")
+                return
+
+    asyncio.run(run())
+
+
+def warm_up(url: str, run_argv: list[str], conn: Connection) -> None:
+    """Child process: one unthrottled sync of every HPA, so each has its status."""
+
+    async def run() -> None:
+        from hpactl.cli.run_cmd import parse_run_config
+        from hpactl.controller.app import ControllerApp
+
+        logging.disable(logging.CRITICAL)
+        import structlog
+
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
+        cfg = parse_run_config(run_argv, {})
+        cfg = replace(
+            cfg,
+            client=replace(cfg.client, qps=0.0),
+            hpa=replace(cfg.hpa, concurrent_syncs=50),
+        )
+        async with ControllerApp(cfg, env={}, master=url, sync_timeout=600) as app:
+            recs = await app.controller.sync_all()
+            if app.recorder is not None:
+                await app.recorder.flush()
+            conn.send((len(recs), sum(r.status_written for r in recs)))
+
+    asyncio.run(run())
+
+
+# -- measuring -------------------------------------------------------------------------
+
+
+def rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class LoopLateness:
+    """How late a 10 ms ticker wakes: the longest the event loop was busy elsewhere.
+    (A ticker that only yields would burn the CPU this bench measures.)"""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            due = time.perf_counter() + 0.01
+            await asyncio.sleep(0.01)
+            self.worst = max(self.worst, time.perf_counter() - due)
+
+    def start(self) -> None:
+        self.worst = 0.0
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> float:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        return self.worst
+
+
+class GcPauses:
+    """Garbage-collector passes while active: count, total and longest pause, and how
+    many were full (generation 2) collections."""
+
+    def __init__(self) -> None:
+        self.count = self.full = 0
+        self.total = self.worst = 0.0
+        self._t0 = 0.0
+        gc.callbacks.append(self._cb)
+
+    def _cb(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+            return
+        took = time.perf_counter() - self._t0
+        self.count += 1
+        self.full += info.get("generation") == 2
+        self.total += took
+        self.worst = max(self.worst, took)
+
+    def reset(self) -> None:
+        self.count = self.full = 0
+        self.total = self.worst = 0.0
+
+    def __str__(self) -> str:
+        return (
+            f"GC {self.count} passes ({self.full} full), {self.total:.2f} s, "
+            f"longest {self.worst * 1000:.0f} ms"
+        )
+
+
+class Rpc:
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+
+    async def call(self, cmd: str, arg: Any = None) -> Any:
+        self._conn.send((cmd, arg))
+        return await asyncio.get_running_loop().run_in_executor(None, self._conn.recv)
+
+
+# Groups with a rate limiter of their own (hpactl.kube.session, as upstream's clients).
+SIDE_GROUPS = (
+    "metrics.k8s.io",
+    "custom.metrics.k8s.io",
+    "external.metrics.k8s.io",
+    "coordination.k8s.io",
+)
+
+
+def _fmt_counts(counts: collections.Counter[tuple[str, str]]) -> str:
+    return ", ".join(f"{v} {r}={n}" for (v, r), n in sorted(counts.items())) or "none"
+
+
+def _buckets(counts: collections.Counter[tuple[str, str]]) -> tuple[int, int]:
+    """Requests on the controller's bucket, and on the metrics/lease clients' own."""
+    limited = side = 0
+    for (verb, res), n in counts.items():
+        if ":" in verb:
+            continue  # the failed-request tally, already counted
+        if res.split("/")[0].partition(".")[2] in SIDE_GROUPS:
+            side += n
+        else:
+            limited += n
+    return limited, side
+
+
+def _profiler(args: argparse.Namespace) -> cProfile.Profile | None:
+    if not args.profile:
+        return None
+    prof = cProfile.Profile()
+    prof.enable()
+    return prof
+
+
+def _report_profile(prof: cProfile.Profile | None, args: argparse.Namespace, name: str) -> None:
+    if prof is None:
+        return
+    prof.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("tottime").print_stats(args.profile)
+    print(out.getvalue())
+    if args.profile_out:
+        stats.dump_stats(f"{args.profile_out}.{name}.prof")
+
+
+def _histogram_summary(hist: Any) -> str:
+    """count, mean and the bucket holding the largest observation."""
+    samples = {(s.name, s.labels.get("le")): s.value for m in hist.collect() for s in m.samples}
+    count = next((v for (n, _), v in samples.items() if n.endswith("_count")), 0.0)
+    total = next((v for (n, _), v in samples.items() if n.endswith("_sum")), 0.0)
+    bounds = sorted(
+        (float(le), v) for (n, le), v in samples.items() if n.endswith("_bucket") and le
+    )
+    prev, top = 0.0, "none"
+    for le, cum in bounds:
+        if cum >= count:
+            top = f"<= {le:g} s" if prev < count else top
+            break
+        prev, top = le, f"> {le:g} s"
+    mean = total / count if count else 0.0
+    return f"{count:.0f} syncs, mean lag {mean * 1000:.0f} ms, largest lag {top}"
+
+
+async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
+    from hpactl.cli.run_cmd import parse_run_config
+    from hpactl.obs.logging import configure_logging
+
+    t0 = time.perf_counter()
+    import kubernetes_asyncio.client  # noqa: F401  (its import is not the caches' sync)
+
+    from hpactl.controller.app import ControllerApp
+
+    import_s = time.perf_counter() - t0
+    cfg = parse_run_config(args.run_argv, {})
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    if args.logs:
+        configure_logging(cfg.log_format, cfg.verbosity, stream=devnull)
+    else:
+        import structlog
+
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    period = cfg.hpa.sync_period.total_seconds()
+    qps, burst = cfg.client.qps, cfg.client.burst
+    print(
+        f"controller: this process, pid {os.getpid()}; flags {args.run_argv or '(defaults)'}: "
+        f"qps {qps:g}, burst {burst}, {cfg.hpa.concurrent_syncs} concurrent syncs, "
+        f"period {period:g} s; logs {'JSON to /dev/null' if args.logs else 'off'}"
+    )
+    print(f"  import kubernetes_asyncio + controller: {import_s:.2f} s")
+    gc.collect()
+    rss0 = rss_mib()
+    gcp = GcPauses()
+    lag = LoopLateness()
+    lag.start()
+    cpu0 = time.process_time()
+    t0 = time.perf_counter()
+    async with ControllerApp(cfg, env={}, master=url, sync_timeout=600) as app:
+        sync_s = time.perf_counter() - t0
+        sync_cpu = time.process_time() - cpu0
+        worst = await lag.stop()
+        gc.collect()
+        cached = {k: len(v.store) for k, v in app.informers.informers.items()}
+        print(
+            f"caches synced: {sync_s:.2f} s wall, {sync_cpu:.2f} s CPU, loop late at most "
+            f"{worst * 1000:.0f} ms; {gcp}\n  cached: {cached}"
+        )
+        if args.gc_freeze:
+            gc.freeze()  # what-if: the cached objects leave the collector's generations
+        assert app.session is not None
+        if args.no_trust_env:
+            # what-if: kubernetes_asyncio's aiohttp session without trust_env (no
+            # per-request netrc and proxy lookups in a thread)
+            app.session.api_client.rest_client.pool_manager._trust_env = False
+        rss1 = rss_mib()
+        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"RSS after sync: {rss1:.0f} MiB (+{rss1 - rss0:.0f} MiB; peak {maxrss:.0f} MiB)")
+
+        counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        inner = app.session.on_request
+
+        def on_request(verb: str, res: str, code: str, seconds: float) -> None:
+            counts[(verb, res)] += 1
+            if code not in ("200", "201"):
+                counts[(f"{verb}:{code}", res)] += 1
+            if inner is not None:
+                inner(verb, res, code, seconds)
+
+        app.session.on_request = on_request
+
+        async def round_(label: str) -> None:
+            counts.clear()
+            emu0 = await rpc.call("cpu")
+            gc.collect()
+            gcp.reset()
+            lag.start()
+            prof = _profiler(args)
+            cpu0 = time.process_time()
+            t0 = time.perf_counter()
+            recs = await app.controller.sync_all()
+            syncs_s = time.perf_counter() - t0
+            assert app.recorder is not None
+            # sync_all waits 30 s at most for events; a round ends at its last write.
+            await app.recorder.flush()
+            wall = time.perf_counter() - t0
+            cpu = time.process_time() - cpu0
+            worst = await lag.stop()
+            _report_profile(prof, args, label.split()[0])
+            emu_cpu = await rpc.call("cpu") - emu0
+            rescaled = sum(r.rescaled for r in recs)
+            written = sum(r.status_written for r in recs)
+            failed = sum(bool(r.errors) for r in recs)
+            limited, side = _buckets(counts)
+            bound = max(0.0, (limited - burst) / qps) if qps > 0 else 0.0
+            fits = "fits" if wall <= period else "does NOT fit"
+            print(
+                f"{label}: {len(recs)} HPAs in {wall:.2f} s wall (syncs {syncs_s:.2f} s, events "
+                f"after {wall - syncs_s:.2f} s) -> {fits} in the {period:g} s period\n"
+                f"  controller CPU {cpu:.2f} s ({cpu / max(1, len(recs)) * 1e6:.0f} us/HPA), "
+                f"emulator CPU {emu_cpu:.2f} s\n"
+                f"  loop late at most {worst * 1000:.0f} ms; {gcp}\n"
+                f"  {rescaled} rescaled, {written} status writes, {failed} with errors\n"
+                f"  requests: {_fmt_counts(counts)}\n"
+                f"  {limited} on the controller's bucket -> at least {bound:.1f} s at qps "
+                f"{qps:g}/burst {burst}; {side} on the metrics APIs' own buckets"
+            )
+
+        async def scheduled(periods: int) -> None:
+            """`hpactl run`'s schedule: the supervisor spreads the syncs over the period."""
+            counts.clear()
+            synced: collections.Counter[str] = collections.Counter()
+            app.controller.on_record = lambda rec: synced.update((rec.key,))
+            emu0 = await rpc.call("cpu")
+            gc.collect()
+            gcp.reset()
+            lag.start()
+            prof = _profiler(args)
+            cpu0 = time.process_time()
+            app.controller.start_scheduling()
+            await asyncio.sleep(periods * period)
+            cpu = time.process_time() - cpu0
+            await app.controller.stop_scheduling()
+            worst = await lag.stop()
+            _report_profile(prof, args, "scheduled")
+            app.controller.on_record = None
+            emu_cpu = await rpc.call("cpu") - emu0
+            limited, side = _buckets(counts)
+            print(
+                f"scheduled ({periods} periods of {period:g} s, the supervisor as in "
+                f"`hpactl run`): {sum(synced.values())} syncs of {len(synced)} HPAs "
+                f"(on time: {args.hpas * periods})\n"
+                f"  controller CPU {cpu:.2f} s = {cpu / (periods * period) * 100:.0f} % of a core, "
+                f"emulator CPU {emu_cpu:.2f} s\n"
+                f"  {_histogram_summary(app.metrics.schedule_lag)}\n"
+                f"  loop late at most {worst * 1000:.0f} ms; {gcp}\n"
+                f"  requests: {_fmt_counts(counts)} ({limited} on the controller's bucket, "
+                f"{side} on the metrics APIs')"
+            )
+
+        for k in range(args.steady_rounds):
+            await round_(f"steady round {k + 1}")
+        if args.periods:
+            await scheduled(args.periods)
+        n_change = int(args.hpas * args.change)
+        if n_change:
+            step = args.hpas / n_change
+            high = [int(k * step) for k in range(n_change)]  # spread over the namespaces
+            await rpc.call("metrics", high)
+            await round_(f"change round ({n_change} workloads at 2x CPU)")
+        if args.after_rounds:
+            await round_("round after the change")
+    devnull.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--hpas", type=int, default=10_000)
+    p.add_argument("--namespaces", type=int, default=100)
+    p.add_argument("--pods", type=int, default=3, help="pods per Deployment")
+    p.add_argument("--change", type=float, default=0.10, help="fraction of workloads to scale")
+    p.add_argument("--steady-rounds", type=int, default=2)
+    p.add_argument(
+        "--periods", type=int, default=2, help="sync periods run by the supervisor (steady)"
+    )
+    p.add_argument("--after-rounds", action="store_true", help="one more round after the change")
+    p.add_argument("--no-logs", dest="logs", action="store_false", help="don't render sync logs")
+    p.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="cProfile each round, print top N"
+    )
+    p.add_argument("--profile-out", metavar="PREFIX", help="also dump each round's pstats")
+    p.add_argument(
+        "--gc-freeze", action="store_true", help="what-if: gc.freeze() once the caches synced"
+    )
+    p.add_argument(
+        "--no-trust-env",
+        action="store_true",
+        help="what-if: the API client's aiohttp session with trust_env=False",
+    )
+    p.add_argument("run_argv", nargs="*", help="hpactl run flags (after --)")
+    args = p.parse_args()
+    per_ns = max(1, args.hpas // args.namespaces)
+
+    parent, child = multiprocessing.Pipe()
+    t0 = time.perf_counter()
+    emu = multiprocessing.Process(target=serve, args=(child, args.hpas, per_ns, args.pods))
+    emu.start()
+    url, load_s = parent.recv()
+    n_pods = args.hpas * args.pods
+    print(
+        f"emulator: child process pid {emu.pid}, {args.hpas} HPAs + Deployments, {n_pods} pods "
+        f"in {(args.hpas + per_ns - 1) // per_ns} namespaces, {n_pods} PodMetrics; "
+        f"loaded in {load_s:.1f} s"
+    )
+    try:
+        t0 = time.perf_counter()
+        wp, wc = multiprocessing.Pipe()
+        w = multiprocessing.Process(target=warm_up, args=(url, args.run_argv, wc))
+        w.start()
+        synced, written = wp.recv()
+        w.join(60)
+        print(
+            f"warm-up: child process, no rate limit: {synced} HPAs synced, {written} statuses "
+            f"written in {time.perf_counter() - t0:.1f} s"
+        )
+        asyncio.run(measure(args, url, Rpc(parent)))
+    finally:
+        parent.send(("stop", None))
+        parent.recv()
+        emu.join(10)
+
+
+if __name__ == "__main__":
+    main()
