@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
@@ -327,7 +327,7 @@ def _permissions(rule: Obj) -> list[tuple[str, str, str]]:
 
 
 def _rbac_rules() -> list[tuple[str, int, Obj]]:
-    out = []
+    out: list[tuple[str, int, Obj]] = []
     for path in rbac_files():
         for doc in load_docs(path):
             if doc["kind"] in ("ClusterRole", "Role"):
