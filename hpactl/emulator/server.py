@@ -862,6 +862,14 @@ class ApiServer:
         if rt.plural == "namespaces" and not rt.group and not dry:
             if self.store.get_entry(rt.storage_key, "", name) is None:
                 raise errors.not_found("", "namespaces", name)
+            if name in ("default", "kube-system", "kube-public"):
+                # The NamespaceLifecycle admission plugin protects these.
+                raise errors.ApiError(
+                    403,
+                    "Forbidden",
+                    f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                    {"name": name, "kind": "namespaces"},
+                )
             self.store.delete_namespace_contents(name)
         srt = self._storage_rt(rt)
         if srt.plural == "customresourcedefinitions" and not srt.custom and not dry:

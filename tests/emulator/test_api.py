@@ -186,6 +186,11 @@ async def test_namespace_delete_removes_contents(http: Http) -> None:
     assert code == 200 and ns["kind"] == "Namespace"
     code, _ = await http.get("/apis/apps/v1/namespaces/tmp/deployments/web")
     assert code == 404
+    code, err = await http.delete("/api/v1/namespaces/default")
+    assert (code, err["message"]) == (
+        403,
+        'namespaces "default" is forbidden: this namespace may not be deleted',
+    )
 
 
 # ---- patch --------------------------------------------------------------------------------
