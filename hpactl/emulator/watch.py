@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import random
 from typing import TYPE_CHECKING, Any
 
@@ -230,8 +231,13 @@ def _transition(
         etype = "MODIFIED"
     elif cur:
         etype = "ADDED"
-    elif prev:
-        etype = "DELETED"
+    elif prev and ev.prev is not None:
+        # Left the selection: the watch cache sends the previous object, stamped
+        # with the event's resourceVersion.
+        old = copy.deepcopy(ev.prev.obj)
+        old["metadata"]["resourceVersion"] = str(ev.rv)
+        entry = Entry(old, dumps(old), ev.rv)
+        return _event_line(server, "DELETED", rt, entry, table_mode, headers, q)
     else:
         etype = ""
     if not etype:

@@ -670,6 +670,9 @@ async def test_watch_selector_transitions(http: Http, emulator: Emulator) -> Non
     )
     await task
     assert [e["type"] for e in events] == ["DELETED", "ADDED"]
+    # the DELETED event carries the object as it last matched, at the new version
+    assert events[0]["object"]["metadata"]["labels"] == {"x": "1"}
+    assert int(events[0]["object"]["metadata"]["resourceVersion"]) > int(rv)
 
 
 async def test_watch_bookmarks(http: Http, emulator: Emulator) -> None:
