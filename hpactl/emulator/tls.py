@@ -1,15 +1,17 @@
 """A throw-away CA and serving certificate for the emulator.
 
 kubectl (client-go's clientcmd) sends credentials only to https servers, so the
-emulator serves TLS when authentication is on. The `cryptography` package is
-imported only here, and only then.
+emulator can serve TLS. Certificates are made with the `cryptography` package when
+it is installed, else with the `openssl` command; both only when TLS is asked for.
 """
 
 from __future__ import annotations
 
 import datetime
 import ipaddress
+import shutil
 import ssl
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,49 @@ class ServingCert:
 
 
 def make_serving_cert(host: str) -> ServingCert:
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        return _openssl_serving_cert(host)
+    return _cryptography_serving_cert(host)
+
+
+def _openssl_serving_cert(host: str) -> ServingCert:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise RuntimeError("TLS needs the 'cryptography' package or the openssl command")
+    sans = ["DNS:localhost", "IP:127.0.0.1"]
+    if host not in ("127.0.0.1", "localhost"):
+        try:
+            ipaddress.ip_address(host)
+            sans.append(f"IP:{host}")
+        except ValueError:
+            sans.append(f"DNS:{host}")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    with tempfile.TemporaryDirectory(prefix="hpactl-emulator-ca-") as d:
+        p = Path(d)
+
+        def run(*args: str) -> None:
+            subprocess.run([openssl, *args], check=True, capture_output=True, cwd=d)
+
+        run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "7",
+            "-subj", "/CN=hpactl-emulator-ca",
+            "-addext", "basicConstraints=critical,CA:TRUE,pathlen:0",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature")  # fmt: skip
+        run("req", *ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", "/CN=hpactl-emulator")
+        (p / "ext.cnf").write_text(
+            f"subjectAltName={','.join(sans)}\nextendedKeyUsage=serverAuth\n"
+        )
+        run("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "tls.crt", "-days", "7", "-extfile", "ext.cnf")  # fmt: skip
+        return ServingCert(
+            ca_pem=(p / "ca.crt").read_bytes(),
+            cert_pem=(p / "tls.crt").read_bytes(),
+            key_pem=(p / "tls.key").read_bytes(),
+        )
+
+
+def _cryptography_serving_cert(host: str) -> ServingCert:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec

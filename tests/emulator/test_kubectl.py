@@ -457,3 +457,18 @@ async def test_services_pdbs_configmaps(
         {"name": "http", "port": 90, "targetPort": 8080, "protocol": "TCP"}
     ]
     assert stored["spec"]["clusterIP"].startswith("10.96.")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not on PATH")
+async def test_tls_with_openssl_made_certificates(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from hpactl.emulator import tls
+
+    # Without the cryptography package the emulator falls back to the openssl command.
+    monkeypatch.setattr(tls, "make_serving_cert", tls._openssl_serving_cert)
+    async with Emulator(auth=True, tls=True) as emu:
+        out = await kubectl(
+            emu.write_kubeconfig(tmp_path / "kc"), "get", "ns", "default", "-o", "name"
+        )
+        assert out.strip() == "namespace/default"
