@@ -274,8 +274,9 @@ class Emulator:
 
     def load_manifests(self, texts: Iterable[str]) -> int:
         """Create or replace every object of YAML/JSON multi-document texts (Lists
-        expanded). Metrics kinds (PodMetrics, MetricValue, ExternalMetricValue) go to
-        the metrics state; each call replaces the custom and external values given."""
+        expanded), creating the namespaces they name. Metrics kinds (PodMetrics,
+        MetricValue, ExternalMetricValue) go to the metrics state; each call replaces
+        the custom and external values given."""
         n = 0
         custom: list[Obj] = []
         external: list[Obj] = []
@@ -292,6 +293,7 @@ class Emulator:
                     elif group == "external.metrics.k8s.io":
                         external.append(obj)
                     else:
+                        self._ensure_namespace(obj)
                         self.store.apply(obj)
                     n += 1
         if custom:
@@ -299,6 +301,13 @@ class Emulator:
         if external:
             self.metrics.set_external(external)
         return n
+
+    def _ensure_namespace(self, obj: Obj) -> None:
+        """Create the namespace a manifest's object names, as `kubectl create ns` would."""
+        served = self.store._rt_for(obj)
+        ns = (obj.get("metadata") or {}).get("namespace")
+        if served.namespaced and ns and self.store.get_entry(("", "namespaces"), "", ns) is None:
+            self.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
     def apply_object(self, obj: Obj) -> Obj:
         """store.apply, except that PodMetrics go to the metrics state (custom and

@@ -104,3 +104,11 @@ async def test_fault_hooks_gone_and_dropped_watch() -> None:
             assert [e["type"] for e in events] == ["ADDED"]
         finally:
             await http.close()
+
+
+async def test_load_manifests_creates_missing_namespaces(emulator: Emulator) -> None:
+    emulator.load_manifests(
+        ["apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: team-a}\ndata: {a: b}\n"]
+    )
+    assert emulator.store.get("", "namespaces", "", "team-a") is not None
+    assert emulator.store.get("", "configmaps", "team-a", "c") is not None
