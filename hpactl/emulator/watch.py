@@ -196,10 +196,8 @@ async def serve_watch(
                     headers_sent = True
             if not await emit(lines):
                 return resp
-    except (ConnectionResetError, asyncio.CancelledError):
-        if watcher is not None:
-            server.store.unsubscribe(watcher)
-        raise
+    except ConnectionResetError:
+        return resp  # the client went away: nothing to finish
     finally:
         if watcher is not None:
             server.store.unsubscribe(watcher)
