@@ -229,7 +229,37 @@ BINDING: Schema = {
     ),
 }
 
+SSAR: Schema = {
+    1: ("metadata", "msg", OBJECT_META),
+    2: (
+        "spec",
+        "msg",
+        {
+            1: (
+                "resourceAttributes",
+                "msg",
+                {
+                    1: ("namespace", "str", None),
+                    2: ("verb", "str", None),
+                    3: ("group", "str", None),
+                    4: ("version", "str", None),
+                    5: ("resource", "str", None),
+                    6: ("subresource", "str", None),
+                    7: ("name", "str", None),
+                },
+            ),
+            2: (
+                "nonResourceAttributes",
+                "msg",
+                {1: ("path", "str", None), 2: ("verb", "str", None)},
+            ),
+        },
+    ),
+    3: ("status", "skip", None),
+}
+
 SCHEMAS: dict[tuple[str, str], Schema] = {
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): SSAR,
     ("v1", "Pod"): POD,
     ("v1", "Namespace"): NAMESPACE,
     ("v1", "ServiceAccount"): SERVICE_ACCOUNT,

@@ -311,6 +311,16 @@ def builtin_registry() -> Registry:
             delete_returns_object=True,
         )
     )
+    add(
+        _rt(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            False,
+            verbs=("create",),
+        )
+    )
     # Metrics APIs: served by hpactl.emulator.metrics_api; writable in the emulator only.
     metrics_verbs = ("create", "delete", "get", "list", "patch", "update")
     add(

@@ -251,7 +251,17 @@ class ApiServer:
         if who is None:
             return error_response(errors.unauthorized())
         user, groups = who
-        request[_USER_KEY] = (user, groups)
+        imp_user = request.headers.get("Impersonate-User")
+        if imp_user:
+            if "system:masters" not in groups:
+                return error_response(
+                    errors.forbidden(user, "impersonate", "", "users", "", "", imp_user)
+                )
+            user, groups = (
+                imp_user,
+                _impersonated_groups(imp_user, request.headers.getall("Impersonate-Group", [])),
+            )
+        request[_USER_KEY] = (user, list(groups))
         authz = self.hooks.authorizer
         if authz is not None and "system:masters" not in groups:
             denied = self._authorize(authz, request, user, groups)
@@ -464,6 +474,8 @@ class ApiServer:
     async def _resource(self, request: web.Request, attrs: RequestAttributes) -> web.StreamResponse:
         if request.get(_NPARTS_KEY, 0) > 3:
             raise errors.path_not_found()
+        if attrs.api_group == "authorization.k8s.io" and attrs.verb == "create":
+            return await self._access_review(request, attrs)
         rt = self._resolve(attrs)
         ns = attrs.namespace if rt.namespaced else ""
         if rt.plural == "namespaces" and not rt.group:
@@ -503,6 +515,63 @@ class ApiServer:
         if verb == "deletecollection":
             return await self._delete_collection(request, rt, ns if attrs.namespace else None)
         raise errors.method_not_allowed()
+
+    # ---- access reviews (kubectl auth can-i) ---------------------------------------------
+
+    async def _access_review(self, request: web.Request, attrs: RequestAttributes) -> web.Response:
+        if attrs.resource != "selfsubjectaccessreviews" or attrs.name or attrs.namespace:
+            raise errors.path_not_found()
+        body = await self._body(request)
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        spec = body.get("spec") or {}
+        res = spec.get("resourceAttributes")
+        non_res = spec.get("nonResourceAttributes")
+        if (res is None) == (non_res is None):
+            raise errors.invalid(
+                "SelfSubjectAccessReview",
+                "authorization.k8s.io",
+                "",
+                [
+                    (
+                        "spec.resourceAttributes",
+                        "FieldValueRequired",
+                        "Required value: exactly one of nonResourceAttributes or "
+                        "resourceAttributes must be specified",
+                    )
+                ],
+            )
+        user, groups = request.get(_USER_KEY, ("system:admin", ["system:masters"]))
+        authz = self.hooks.authorizer
+        allowed = True
+        if authz is not None and "system:masters" not in groups:
+            if res is not None:
+                allowed = bool(
+                    authz.authorize(
+                        user,
+                        groups,
+                        str(res.get("verb", "")),
+                        str(res.get("group", "")),
+                        str(res.get("resource", "")),
+                        str(res.get("subresource", "")),
+                        str(res.get("namespace", "")),
+                        str(res.get("name", "")),
+                    )
+                )
+            elif isinstance(non_res, dict):
+                allowed = bool(
+                    authz.authorize_path(
+                        user, groups, str(non_res.get("verb", "")), str(non_res.get("path", ""))
+                    )
+                )
+        out = {
+            "kind": "SelfSubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": spec,
+            "status": {"allowed": allowed} if allowed else {"allowed": False},
+        }
+        return json_response(out, 201)
 
     # ---- serialization ------------------------------------------------------------------
 
@@ -1016,6 +1085,18 @@ class ApiServer:
         for e in list(self.store.iter_entries(key, None)):
             m = e.obj["metadata"]
             self.store.delete(rt.group, rt.plural, m.get("namespace", ""), m["name"])
+
+
+def _impersonated_groups(user: str, groups: list[str]) -> list[str]:
+    """Groups of an impersonated user (ServiceAccounts get theirs, everyone
+    system:authenticated), as the impersonation filter adds them."""
+    out = list(groups)
+    if not out and user.startswith("system:serviceaccount:"):
+        ns = user.split(":")[2]
+        out = ["system:serviceaccounts", f"system:serviceaccounts:{ns}"]
+    if "system:authenticated" not in out and user != "system:anonymous":
+        out.append("system:authenticated")
+    return out
 
 
 def call_bool_hook(obj: Any, method: str, path: str) -> bool:

@@ -472,3 +472,42 @@ async def test_tls_with_openssl_made_certificates(
             emu.write_kubeconfig(tmp_path / "kc"), "get", "ns", "default", "-o", "name"
         )
         assert out.strip() == "namespace/default"
+
+
+async def test_auth_can_i_and_impersonation(tmp_path: Path) -> None:
+    pytest.importorskip("hpactl.emulator.rbac")
+    async with Emulator(auth=True, tls=True) as emu:
+        admin = emu.write_kubeconfig(tmp_path / "admin")
+        sa = "--as=system:serviceaccount:default:hpactl"
+        assert (await kubectl(admin, "auth", "can-i", "list", "hpa")).strip() == "yes"
+        assert (
+            await kubectl(admin, "auth", "can-i", "list", "hpa", sa, check=False)
+        ).strip() == "no"
+        await kubectl(
+            admin,
+            "create",
+            "clusterrole",
+            "r",
+            "--verb=list",
+            "--resource=horizontalpodautoscalers.autoscaling",
+        )
+        await kubectl(
+            admin,
+            "create",
+            "clusterrolebinding",
+            "r",
+            "--clusterrole=r",
+            "--serviceaccount=default:hpactl",
+        )
+        assert (await kubectl(admin, "auth", "can-i", "list", "hpa", sa)).strip() == "yes"
+        assert (
+            await kubectl(admin, "auth", "can-i", "delete", "hpa", sa, check=False)
+        ).strip() == "no"
+        out = await kubectl(admin, "get", "pods", sa, check=False)
+        assert 'User "system:serviceaccount:default:hpactl" cannot list resource "pods"' in out
+        # only system:masters may impersonate
+        user = emu.write_kubeconfig(
+            tmp_path / "user", token=emu.token_for_service_account("default", "hpactl")
+        )
+        out = await kubectl(user, "get", "hpa", "--as=admin", check=False)
+        assert "cannot impersonate" in out
