@@ -122,9 +122,28 @@ class Store:
         self._watchers: dict[StorageKey, set[Watcher]] = {}
         self._to_storage = to_storage
         self._defaulter = defaulter
-        self._validator = validator
+        self._validator_fn = validator
         # Called after each committed write (CRD registration hooks in).
         self.on_write: list[Callable[[WatchEvent], None]] = []
+
+    # ---- validation -----------------------------------------------------------------
+
+    @property
+    def validator(self) -> Callable[[ResourceType, Obj], None] | None:
+        return self._validator_fn
+
+    def set_validator(self, fn: Callable[[ResourceType, Obj], None] | None) -> None:
+        """Replace the validation run on API writes and on `apply`."""
+        self._validator_fn = fn
+
+    @property
+    def _validator(self) -> Callable[[ResourceType, Obj], None] | None:
+        return self._validator_fn
+
+    @_validator.setter
+    def _validator(self, fn: Callable[[ResourceType, Obj], None] | None) -> None:
+        # Kept for callers that assign the attribute: same as set_validator(fn).
+        self.set_validator(fn)
 
     # ---- basics -------------------------------------------------------------------
 
@@ -292,8 +311,8 @@ class Store:
             obj["status"] = _zero_status(rt)
         if self._defaulter is not None:
             self._defaulter(rt, obj)
-        if validate and self._validator is not None:
-            self._validator(rt, obj)
+        if validate and self._validator_fn is not None:
+            self._validator_fn(rt, obj)
         if dry_run:
             obj["metadata"]["resourceVersion"] = str(self._rv)
             return Entry(obj, dumps(obj), self._rv)
@@ -349,8 +368,8 @@ class Store:
             if self._defaulter is not None:
                 self._defaulter(rt, new)
                 new_meta = new["metadata"]  # the defaulter may have replaced it
-            if validate and self._validator is not None:
-                self._validator(rt, new)
+            if validate and self._validator_fn is not None:
+                self._validator_fn(rt, new)
             if rt.generation and _spec_changed(old_obj, new):
                 new_meta["generation"] = int(old_meta.get("generation", 0)) + 1
         new["metadata"]["resourceVersion"] = old_obj["metadata"].get("resourceVersion")
@@ -513,18 +532,25 @@ class Store:
         ns = str(new.get("metadata", {}).get("namespace") or "default") if rt.namespaced else ""
         return rt, ns, new
 
-    def create(self, obj: Obj) -> Obj:
-        """Create an object as given (status kept). Raises ApiError like the HTTP API."""
+    def create(self, obj: Obj, *, validate: bool = False) -> Obj:
+        """Create an object as given, status kept. Raises ApiError like the HTTP API
+        (409 AlreadyExists...), but skips validation unless asked: tests plant
+        objects the API would refuse this way."""
         rt, ns, new = self._prepare(obj)
-        return _copy(self.create_entry(rt, ns, new, keep_status=True))
+        return _copy(self.create_entry(rt, ns, new, keep_status=True, validate=validate))
 
-    def apply(self, obj: Obj) -> Obj:
-        """Create, or replace an existing object entirely (spec and status, no RV check)."""
+    def apply(self, obj: Obj, *, validate: bool = True) -> Obj:
+        """Create, or replace an existing object entirely (spec and status, no
+        resourceVersion check), validated as the API server would validate it."""
         rt, ns, new = self._prepare(obj)
         name = str(new.get("metadata", {}).get("name", ""))
         if name and self.get_entry(rt.storage_key, ns, name) is not None:
-            return _copy(self.update_entry(rt, ns, name, new, check_rv=False, keep_status=True))
-        return _copy(self.create_entry(rt, ns, new, keep_status=True))
+            return _copy(
+                self.update_entry(
+                    rt, ns, name, new, check_rv=False, keep_status=True, validate=validate
+                )
+            )
+        return _copy(self.create_entry(rt, ns, new, keep_status=True, validate=validate))
 
     def update_status(self, obj: Obj) -> Obj:
         """Replace only the status of an existing object (no RV check)."""

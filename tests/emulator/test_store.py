@@ -110,3 +110,21 @@ def test_hpa_v1_objects_are_stored_as_v2() -> None:
     assert stored["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 55
     got = s.get("autoscaling", "horizontalpodautoscalers", "default", "h")
     assert got is not None and got["spec"]["maxReplicas"] == 4
+
+
+def test_apply_validates_create_does_not() -> None:
+    from hpactl.emulator.validation import validate_stored
+
+    s = make_store()
+    s.set_validator(validate_stored)
+    bad = deployment("web")
+    bad["spec"]["template"]["metadata"]["labels"] = {"app": "other"}
+    with pytest.raises(errors.ApiError) as ei:
+        s.apply(bad)
+    assert ei.value.code == 422
+    assert s.get("apps", "deployments", "default", "web") is None
+    s.create(bad)  # the privileged path: tests plant what the API would refuse
+    assert s.get("apps", "deployments", "default", "web") is not None
+    with pytest.raises(errors.ApiError):
+        s.apply(bad)
+    s.apply(bad, validate=False)
