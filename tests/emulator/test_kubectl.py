@@ -53,6 +53,8 @@ async def kubectl(kubeconfig: Path, *args: str, check: bool = True, timeout: flo
         "kubectl",
         "--kubeconfig",
         str(kubeconfig),
+        # A discovery cache per kubeconfig: ports are reused between emulators.
+        f"--cache-dir={kubeconfig.parent / '.kube-cache'}",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -271,6 +273,7 @@ async def test_get_watch_bounded(emulator: Emulator, kubeconfig: Path, tmp_path:
         "kubectl",
         "--kubeconfig",
         str(kubeconfig),
+        f"--cache-dir={kubeconfig.parent / '.kube-cache'}",
         "get",
         "hpa",
         "-w",
