@@ -383,6 +383,21 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             f"caches synced: {sync_s:.2f} s wall, {sync_cpu:.2f} s CPU, loop late at most "
             f"{worst * 1000:.0f} ms; {gcp}\n  cached: {cached}"
         )
+        if args.spread_slots:
+            # what-if: first ticks on a grid of N slots per period, so the syncs due
+            # in one slot run back to back instead of one every period/N_hpas seconds
+            import hpactl.controller.scheduling as sched
+
+            exact = sched.spread_offset
+            slots = args.spread_slots
+
+            def on_grid(key: str, period: float) -> float:
+                offset: float = exact(key, period)
+                return int(offset / period * slots) * period / slots
+
+            sched.spread_offset = on_grid
+        if args.gc_threshold:
+            gc.set_threshold(*(int(x) for x in args.gc_threshold.split(",")))
         if args.gc_freeze:
             gc.freeze()  # what-if: the cached objects leave the collector's generations
         assert app.session is not None
@@ -414,6 +429,7 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             lag.start()
             prof = _profiler(args)
             cpu0 = time.process_time()
+            sys0 = os.times().system
             t0 = time.perf_counter()
             recs = await app.controller.sync_all()
             syncs_s = time.perf_counter() - t0
@@ -422,6 +438,7 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             await app.recorder.flush()
             wall = time.perf_counter() - t0
             cpu = time.process_time() - cpu0
+            sys_cpu = os.times().system - sys0
             worst = await lag.stop()
             _report_profile(prof, args, label.split()[0])
             emu_cpu = await rpc.call("cpu") - emu0
@@ -434,7 +451,8 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             print(
                 f"{label}: {len(recs)} HPAs in {wall:.2f} s wall (syncs {syncs_s:.2f} s, events "
                 f"after {wall - syncs_s:.2f} s) -> {fits} in the {period:g} s period\n"
-                f"  controller CPU {cpu:.2f} s ({cpu / max(1, len(recs)) * 1e6:.0f} us/HPA), "
+                f"  controller CPU {cpu:.2f} s ({cpu / max(1, len(recs)) * 1e6:.0f} us/HPA; "
+                f"{sys_cpu:.2f} s of it in the kernel), "
                 f"emulator CPU {emu_cpu:.2f} s\n"
                 f"  loop late at most {worst * 1000:.0f} ms; {gcp}\n"
                 f"  {rescaled} rescaled, {written} status writes, {failed} with errors\n"
@@ -454,9 +472,11 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             lag.start()
             prof = _profiler(args)
             cpu0 = time.process_time()
+            sys0 = os.times().system
             app.controller.start_scheduling()
             await asyncio.sleep(periods * period)
             cpu = time.process_time() - cpu0
+            sys_cpu = os.times().system - sys0
             await app.controller.stop_scheduling()
             worst = await lag.stop()
             _report_profile(prof, args, "scheduled")
@@ -467,7 +487,8 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
                 f"scheduled ({periods} periods of {period:g} s, the supervisor as in "
                 f"`hpactl run`): {sum(synced.values())} syncs of {len(synced)} HPAs "
                 f"(on time: {args.hpas * periods})\n"
-                f"  controller CPU {cpu:.2f} s = {cpu / (periods * period) * 100:.0f} % of a core, "
+                f"  controller CPU {cpu:.2f} s = {cpu / (periods * period) * 100:.0f} % of a core "
+                f"({sys_cpu:.2f} s in the kernel), "
                 f"emulator CPU {emu_cpu:.2f} s\n"
                 f"  {_histogram_summary(app.metrics.schedule_lag)}\n"
                 f"  loop late at most {worst * 1000:.0f} ms; {gcp}\n"
@@ -508,6 +529,12 @@ def main() -> None:
     p.add_argument("--profile-out", metavar="PREFIX", help="also dump each round's pstats")
     p.add_argument(
         "--gc-freeze", action="store_true", help="what-if: gc.freeze() once the caches synced"
+    )
+    p.add_argument(
+        "--spread-slots", type=int, default=0, metavar="N", help="what-if: first ticks on N slots"
+    )
+    p.add_argument(
+        "--gc-threshold", metavar="G0,G1,G2", help="what-if: gc.set_threshold once synced"
     )
     p.add_argument(
         "--no-trust-env",
