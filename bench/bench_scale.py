@@ -389,7 +389,7 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             import hpactl.controller.scheduling as sched
 
             exact = sched.spread_offset
-            slots = args.spread_slots
+            slots: int = args.spread_slots
 
             def on_grid(key: str, period: float) -> float:
                 offset: float = exact(key, period)
