@@ -490,6 +490,9 @@ class ApiServer:
             raise errors.path_not_found()
         if sub == "scale" and rt.scale is None:
             raise errors.path_not_found()
+        allowed = ("get", "patch", "update") if sub else rt.verbs
+        if verb not in allowed:
+            raise errors.method_not_allowed()
         if verb == "list":
             return self._list(request, rt, ns if rt.namespaced and attrs.namespace else None)
         if verb == "watch":
