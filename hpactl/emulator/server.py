@@ -337,6 +337,12 @@ class ApiServer:
             return web.Response(text="ok", content_type="text/plain")
         if path == "/version":
             return json_response(self._version())
+        if path in ("/api", "/apis"):
+            from hpactl.emulator.discovery import aggregated_response, requested_version
+
+            version = requested_version(request.headers.get("Accept", ""))
+            if version is not None:
+                return aggregated_response(self, path == "/api", version)
         if path == "/api":
             return json_response(
                 {

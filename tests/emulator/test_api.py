@@ -791,3 +791,39 @@ async def test_create_resets_status_to_the_zero_struct(http: Http) -> None:
     dep["status"] = {"replicas": 3}
     _code, created = await http.post(DEPLOYMENTS, dep)
     assert created["status"] == {}
+
+
+AGGREGATED = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+)
+
+
+async def test_aggregated_discovery_matches_the_resource_lists(
+    http: Http, emulator: Emulator
+) -> None:
+    async with http.session.get(emulator.url + "/apis", headers={"Accept": AGGREGATED}) as resp:
+        assert resp.headers["Content-Type"] == (
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+        )
+        doc = await resp.json(content_type=None)
+    assert doc["kind"] == "APIGroupDiscoveryList"
+    groups = {g["metadata"]["name"]: g for g in doc["items"]}
+    assert [v["version"] for v in groups["autoscaling"]["versions"]] == ["v2", "v1"]
+    apps = {r["resource"]: r for r in groups["apps"]["versions"][0]["resources"]}
+    scale = next(s for s in apps["deployments"]["subresources"] if s["subresource"] == "scale")
+    assert scale["responseKind"] == {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert apps["deployments"]["scope"] == "Namespaced" and apps["deployments"]["shortNames"] == [
+        "deploy"
+    ]
+    async with http.session.get(emulator.url + "/api", headers={"Accept": AGGREGATED}) as resp:
+        core = await resp.json(content_type=None)
+    names = {r["resource"] for r in core["items"][0]["versions"][0]["resources"]}
+    _code, legacy = await http.get("/api/v1")
+    assert names == {r["name"] for r in legacy["resources"] if "/" not in r["name"]}
+    if emulator.metrics is not None:
+        emulator.metrics.set_unavailable(["metrics.k8s.io"])
+        async with http.session.get(emulator.url + "/apis", headers={"Accept": AGGREGATED}) as resp:
+            doc = await resp.json(content_type=None)
+        stale = {g["metadata"]["name"]: g for g in doc["items"]}["metrics.k8s.io"]
+        assert stale["versions"] == [{"version": "v1beta1", "freshness": "Stale"}]
