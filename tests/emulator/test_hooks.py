@@ -11,6 +11,7 @@ from hpactl.emulator import Emulator
 
 from .helpers import PODS, Http, pod
 from .test_kubectl import kubectl
+from .test_kubectl import rows as rows_of
 
 METRICS = """\
 apiVersion: metrics.k8s.io/v1beta1
@@ -60,6 +61,8 @@ async def test_kubectl_apply_metrics_manifests(
         "/apis/external.metrics.k8s.io/v1beta1/namespaces/default/queue_length",
     )
     assert '"value":"30"' in out
+    top = rows_of(await kubectl(kubeconfig, "top", "pod", "-l", "app=web"))
+    assert top == [["NAME", "CPU(cores)", "MEMORY(bytes)"], ["web-1", "250m", "64Mi"]]
 
 
 async def test_load_manifests_routes_metrics_kinds(emulator: Emulator) -> None:
