@@ -103,7 +103,10 @@ class Emulator:
                 git_version=git_version,
             ),
             ServerHooks(
-                faults=faults, authorizer=authorizer, metrics=self.metrics, tokens=self._tokens
+                faults=self.faults,
+                authorizer=authorizer,
+                metrics=self.metrics,
+                tokens=self._tokens,
             ),
         )
         for ns in namespaces:
