@@ -55,17 +55,19 @@ def add_parser(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="SPEC",
-        help="inject a fault (syntax: docs/emulator.md; repeatable)",
+        help="inject a fault (syntax: docs/emulator-extras.md; repeatable)",
     )
     p.add_argument(
         "--history-size",
         type=int,
+        metavar="N",
         default=10_000,
         help="watch history kept per resource; older resourceVersions get 410 Gone",
     )
     p.add_argument(
         "--bookmark-interval",
         type=float,
+        metavar="SECONDS",
         default=60.0,
         help="seconds between watch BOOKMARK events (when the client allows them)",
     )
