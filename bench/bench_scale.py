@@ -25,7 +25,17 @@ seconds, the emulator's CPU seconds, the API requests by verb and resource, the
 rescales and status writes; a steady round first (no change: no writes), then a
 round after 10 % of the workloads' metrics double (scale + status + event writes).
 Each round is checked against the sync period: at QPS q, a round needing R
-rate-limited requests takes at least (R - burst) / q seconds.
+rate-limited requests takes at least (R - burst) / q seconds. Between the steady
+rounds and the change, the SyncSupervisor runs the HPAs for ``--periods`` periods as
+``hpactl run`` does (spread over the period), reporting CPU share and schedule lag;
+``--change-periods P`` runs the change that way too instead of one ``sync_all``.
+
+What-if switches (they patch the measured process only, to size a proposed fix):
+``--no-trust-env`` (the API client's aiohttp session without per-request netrc and
+proxy lookups), ``--gc-threshold G0,G1,G2`` / ``--gc-freeze`` (collector tuning once
+synced), ``--paged-list`` (first lists paged at resourceVersion ""),
+``--spread-slots N`` (first ticks on N slots per period). ``--profile N`` prints
+cProfile's top N per phase; ``--profile-out PREFIX`` keeps the pstats files.
 """
 
 from __future__ import annotations
@@ -322,9 +332,14 @@ def _report_profile(prof: cProfile.Profile | None, args: argparse.Namespace, nam
         stats.dump_stats(f"{args.profile_out}.{name}.prof")
 
 
-def _histogram_summary(hist: Any) -> str:
-    """count, mean and the bucket holding the largest observation."""
-    samples = {(s.name, s.labels.get("le")): s.value for m in hist.collect() for s in m.samples}
+def _histogram_samples(hist: Any) -> dict[tuple[str, str | None], float]:
+    return {(x.name, x.labels.get("le")): x.value for m in hist.collect() for x in m.samples}
+
+
+def _histogram_summary(hist: Any, before: dict[tuple[str, str | None], float]) -> str:
+    """count, mean and the bucket holding the largest observation since ``before``."""
+    now = _histogram_samples(hist)
+    samples = {k: v - before.get(k, 0.0) for k, v in now.items()}
     count = next((v for (n, _), v in samples.items() if n.endswith("_count")), 0.0)
     total = next((v for (n, _), v in samples.items() if n.endswith("_sum")), 0.0)
     bounds = sorted(
@@ -333,11 +348,11 @@ def _histogram_summary(hist: Any) -> str:
     prev, top = 0.0, "none"
     for le, cum in bounds:
         if cum >= count:
-            top = f"<= {le:g} s" if prev < count else top
+            top = f"<= {le:g} s" if le != float("inf") else f"> {prev:g} s"
             break
-        prev, top = le, f"> {le:g} s"
+        prev = le
     mean = total / count if count else 0.0
-    return f"{count:.0f} syncs, mean lag {mean * 1000:.0f} ms, largest lag {top}"
+    return f"schedule lag: mean {mean * 1000:.0f} ms, largest {top}"
 
 
 async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
@@ -366,6 +381,18 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
         f"period {period:g} s; logs {'JSON to /dev/null' if args.logs else 'off'}"
     )
     print(f"  import kubernetes_asyncio + controller: {import_s:.2f} s")
+    if args.paged_list:
+        # what-if: informers start with a paged list at resourceVersion "" (limit=500)
+        # instead of one unpaged list at "0"
+        import functools
+
+        import hpactl.controller.app as app_mod
+
+        informers = functools.partial(
+            app_mod.SharedInformers,  # type: ignore[attr-defined]
+            initial_list_resource_version="",
+        )
+        setattr(app_mod, "SharedInformers", informers)  # noqa: B010
     gc.collect()
     rss0 = rss_mib()
     gcp = GcPauses()
@@ -461,11 +488,19 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
                 f"{qps:g}/burst {burst}; {side} on the metrics APIs' own buckets"
             )
 
-        async def scheduled(periods: int) -> None:
+        async def scheduled(periods: int, label: str) -> None:
             """`hpactl run`'s schedule: the supervisor spreads the syncs over the period."""
             counts.clear()
             synced: collections.Counter[str] = collections.Counter()
-            app.controller.on_record = lambda rec: synced.update((rec.key,))
+            rescaled: list[str] = []
+
+            def on_record(rec: Any) -> None:
+                synced[rec.key] += 1
+                if rec.rescaled:
+                    rescaled.append(rec.key)
+
+            app.controller.on_record = on_record
+            lag0 = _histogram_samples(app.metrics.schedule_lag)
             emu0 = await rpc.call("cpu")
             gc.collect()
             gcp.reset()
@@ -479,18 +514,17 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             sys_cpu = os.times().system - sys0
             await app.controller.stop_scheduling()
             worst = await lag.stop()
-            _report_profile(prof, args, "scheduled")
+            _report_profile(prof, args, label.split()[0])
             app.controller.on_record = None
             emu_cpu = await rpc.call("cpu") - emu0
             limited, side = _buckets(counts)
             print(
-                f"scheduled ({periods} periods of {period:g} s, the supervisor as in "
+                f"{label} ({periods} periods of {period:g} s, the supervisor as in "
                 f"`hpactl run`): {sum(synced.values())} syncs of {len(synced)} HPAs "
-                f"(on time: {args.hpas * periods})\n"
+                f"(on time: {args.hpas * periods}), {len(rescaled)} rescaled\n"
                 f"  controller CPU {cpu:.2f} s = {cpu / (periods * period) * 100:.0f} % of a core "
-                f"({sys_cpu:.2f} s in the kernel), "
-                f"emulator CPU {emu_cpu:.2f} s\n"
-                f"  {_histogram_summary(app.metrics.schedule_lag)}\n"
+                f"({sys_cpu:.2f} s in the kernel), emulator CPU {emu_cpu:.2f} s\n"
+                f"  {_histogram_summary(app.metrics.schedule_lag, lag0)}\n"
                 f"  loop late at most {worst * 1000:.0f} ms; {gcp}\n"
                 f"  requests: {_fmt_counts(counts)} ({limited} on the controller's bucket, "
                 f"{side} on the metrics APIs')"
@@ -499,13 +533,17 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
         for k in range(args.steady_rounds):
             await round_(f"steady round {k + 1}")
         if args.periods:
-            await scheduled(args.periods)
+            await scheduled(args.periods, "scheduled, steady")
         n_change = int(args.hpas * args.change)
         if n_change:
             step = args.hpas / n_change
             high = [int(k * step) for k in range(n_change)]  # spread over the namespaces
             await rpc.call("metrics", high)
-            await round_(f"change round ({n_change} workloads at 2x CPU)")
+            what = f"{n_change} workloads at 2x CPU"
+            if args.change_periods:
+                await scheduled(args.change_periods, f"scheduled, change ({what})")
+            else:
+                await round_(f"change round ({what})")
         if args.after_rounds:
             await round_("round after the change")
     devnull.close()
@@ -521,6 +559,13 @@ def main() -> None:
     p.add_argument(
         "--periods", type=int, default=2, help="sync periods run by the supervisor (steady)"
     )
+    p.add_argument(
+        "--change-periods",
+        type=int,
+        default=0,
+        metavar="P",
+        help="run the change under the supervisor for P periods instead of one sync_all",
+    )
     p.add_argument("--after-rounds", action="store_true", help="one more round after the change")
     p.add_argument("--no-logs", dest="logs", action="store_false", help="don't render sync logs")
     p.add_argument(
@@ -530,6 +575,7 @@ def main() -> None:
     p.add_argument(
         "--gc-freeze", action="store_true", help="what-if: gc.freeze() once the caches synced"
     )
+    p.add_argument("--paged-list", action="store_true", help='what-if: first lists paged at RV ""')
     p.add_argument(
         "--spread-slots", type=int, default=0, metavar="N", help="what-if: first ticks on N slots"
     )
