@@ -34,6 +34,7 @@ from hpactl.emulator.store import (
     dumps,
     encode_continue,
 )
+from hpactl.emulator.validation import drop_unknown_fields
 from hpactl.emulator.validation import validate as validate
 
 Obj = dict[str, Any]
@@ -139,6 +140,7 @@ def attributes_for(method: str, path: str, query: Any) -> RequestAttributes:
 _ATTRS_KEY = web.RequestKey("hpactl.attributes", RequestAttributes)
 _NPARTS_KEY = web.RequestKey("hpactl.nparts", int)
 _USER_KEY = web.RequestKey("hpactl.user", tuple)
+_WARNINGS_KEY = web.RequestKey("hpactl.warnings", list)
 
 
 def request_attributes(request: web.Request) -> RequestAttributes:
@@ -317,7 +319,11 @@ class ApiServer:
             attrs = request_attributes(request)
             if not attrs.resource_request:
                 return await self._non_resource(request)
-            return await self._resource(request, attrs)
+            resp = await self._resource(request, attrs)
+            for w in request.get(_WARNINGS_KEY, []):
+                escaped = w.replace("\\", "\\\\").replace('"', '\\"')
+                resp.headers.add("Warning", f'299 - "{escaped}"')
+            return resp
         except errors.ApiError as err:
             return error_response(err)
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
@@ -830,6 +836,27 @@ class ApiServer:
             )
         return body
 
+    def _field_validation(self, request: web.Request, rt: ResourceType, body: Obj) -> None:
+        """fieldValidation: Strict rejects unknown fields, Warn (the default) and
+        Ignore drop them, Warn with a Warning header per field."""
+        mode = request.query.get("fieldValidation", "Warn") or "Warn"
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise errors.bad_request(
+                f'fieldValidation: Unsupported value: "{mode}": supported values: '
+                '"Ignore", "Strict", "Warn"'
+            )
+        unknown = drop_unknown_fields(rt, body)
+        if not unknown:
+            return
+        if mode == "Strict":
+            listed = ", ".join(f'unknown field "{u}"' for u in unknown)
+            raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"strict decoding error: {listed}"
+            )
+        if mode == "Warn":
+            request[_WARNINGS_KEY] = [f'unknown field "{u}"' for u in unknown]
+
     def _require_namespace(self, rt: ResourceType, ns: str) -> None:
         if rt.namespaced and self.store.get_entry(("", "namespaces"), "", ns) is None:
             raise errors.not_found("", "namespaces", ns)
@@ -844,6 +871,7 @@ class ApiServer:
 
     async def _create(self, request: web.Request, rt: ResourceType, ns: str) -> web.Response:
         body = self._check_body(rt, await self._body(request), ns)
+        self._field_validation(request, rt, body)
         self._require_namespace(rt, ns)
         dry = request.query.get("dryRun") == "All"
         entry = self.store.create_entry(
@@ -858,6 +886,7 @@ class ApiServer:
         if sub == "scale":
             return self._write_scale(rt, ns, name, body, check_rv=True)
         body = self._check_body(rt, body, ns, name)
+        self._field_validation(request, rt, body)
         if not body["metadata"].get("name"):
             body["metadata"]["name"] = name
         entry = self.store.update_entry(
@@ -903,6 +932,7 @@ class ApiServer:
         if not isinstance(patched, dict):
             raise errors.bad_request("patched object is not a JSON object")
         patched = self._check_body(rt, patched, ns, name)
+        self._field_validation(request, rt, patched)
         new_entry = self.store.update_entry(
             self._storage_rt(rt),
             ns,

@@ -488,3 +488,150 @@ def validate(rt: ResourceType, obj: Obj) -> None:
         storage_rt = replace(rt, version=rt.stored_version)
     default_object(storage_rt, stored)
     validate_stored(storage_rt, stored)
+
+
+# ---- unknown fields (fieldValidation) ----------------------------------------------------
+#
+# Field names of the HPA types, nested: a dict is an object's known fields, a list
+# `[schema]` a list of such objects, None a leaf or a free-form map.
+
+_LABEL_SELECTOR: Any = {
+    "matchLabels": None,
+    "matchExpressions": [{"key": None, "operator": None, "values": None}],
+}
+_OBJECT_META: Any = {
+    "name": None,
+    "generateName": None,
+    "namespace": None,
+    "selfLink": None,
+    "uid": None,
+    "resourceVersion": None,
+    "generation": None,
+    "creationTimestamp": None,
+    "deletionTimestamp": None,
+    "deletionGracePeriodSeconds": None,
+    "labels": None,
+    "annotations": None,
+    "ownerReferences": [
+        {
+            "apiVersion": None,
+            "kind": None,
+            "name": None,
+            "uid": None,
+            "controller": None,
+            "blockOwnerDeletion": None,
+        }
+    ],
+    "finalizers": None,
+    "managedFields": None,
+}
+_CROSS_REF: Any = {"apiVersion": None, "kind": None, "name": None}
+_IDENTIFIER: Any = {"name": None, "selector": _LABEL_SELECTOR}
+_TARGET: Any = {"type": None, "value": None, "averageValue": None, "averageUtilization": None}
+_CURRENT: Any = {"value": None, "averageValue": None, "averageUtilization": None}
+_RULES: Any = {
+    "stabilizationWindowSeconds": None,
+    "selectPolicy": None,
+    "policies": [{"type": None, "value": None, "periodSeconds": None}],
+    "tolerance": None,
+}
+_CONDITION: Any = {
+    "type": None,
+    "status": None,
+    "lastTransitionTime": None,
+    "reason": None,
+    "message": None,
+}
+HPA_V2_SCHEMA: Any = {
+    "apiVersion": None,
+    "kind": None,
+    "metadata": _OBJECT_META,
+    "spec": {
+        "scaleTargetRef": _CROSS_REF,
+        "minReplicas": None,
+        "maxReplicas": None,
+        "metrics": [
+            {
+                "type": None,
+                "object": {"describedObject": _CROSS_REF, "target": _TARGET, "metric": _IDENTIFIER},
+                "pods": {"metric": _IDENTIFIER, "target": _TARGET},
+                "resource": {"name": None, "target": _TARGET},
+                "containerResource": {"name": None, "target": _TARGET, "container": None},
+                "external": {"metric": _IDENTIFIER, "target": _TARGET},
+            }
+        ],
+        "behavior": {"scaleUp": _RULES, "scaleDown": _RULES},
+    },
+    "status": {
+        "observedGeneration": None,
+        "lastScaleTime": None,
+        "currentReplicas": None,
+        "desiredReplicas": None,
+        "currentMetrics": [
+            {
+                "type": None,
+                "object": {
+                    "metric": _IDENTIFIER,
+                    "current": _CURRENT,
+                    "describedObject": _CROSS_REF,
+                },
+                "pods": {"metric": _IDENTIFIER, "current": _CURRENT},
+                "resource": {"name": None, "current": _CURRENT},
+                "containerResource": {"name": None, "current": _CURRENT, "container": None},
+                "external": {"metric": _IDENTIFIER, "current": _CURRENT},
+            }
+        ],
+        "conditions": [_CONDITION],
+    },
+}
+HPA_V1_SCHEMA: Any = {
+    "apiVersion": None,
+    "kind": None,
+    "metadata": _OBJECT_META,
+    "spec": {
+        "scaleTargetRef": _CROSS_REF,
+        "minReplicas": None,
+        "maxReplicas": None,
+        "targetCPUUtilizationPercentage": None,
+    },
+    "status": {
+        "observedGeneration": None,
+        "lastScaleTime": None,
+        "currentReplicas": None,
+        "desiredReplicas": None,
+        "currentCPUUtilizationPercentage": None,
+    },
+}
+
+
+def _schema_for(rt: ResourceType) -> Any:
+    if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
+        return HPA_V2_SCHEMA if rt.version == "v2" else HPA_V1_SCHEMA
+    return None
+
+
+def _prune(obj: Any, schema: Any, path: str, found: list[str]) -> None:
+    if isinstance(schema, list) and isinstance(obj, list):
+        for i, item in enumerate(obj):
+            _prune(item, schema[0], f"{path}[{i}]", found)
+        return
+    if not isinstance(schema, dict) or not isinstance(obj, dict):
+        return
+    for key in list(obj):
+        sub = f"{path}.{key}" if path else key
+        if key not in schema:
+            found.append(sub)
+            del obj[key]
+        else:
+            _prune(obj[key], schema[key], sub, found)
+
+
+def drop_unknown_fields(rt: ResourceType, obj: Obj) -> list[str]:
+    """Remove fields the Go type does not have (as decoding does); return their paths.
+    Only kinds with a schema here (HorizontalPodAutoscalers) are checked."""
+    schema = _schema_for(rt)
+    if schema is None:
+        return []
+    found: list[str] = []
+    _prune(obj, schema, "", found)
+    return found

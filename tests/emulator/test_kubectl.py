@@ -514,3 +514,30 @@ async def test_auth_can_i_and_impersonation(tmp_path: Path) -> None:
         )
         out = await kubectl(user, "get", "hpa", "--as=admin", check=False)
         assert "cannot impersonate" in out
+
+
+async def test_unknown_hpa_fields_strict_and_warn(
+    emulator: Emulator, kubeconfig: Path, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        APP.replace(
+            "averageUtilization: 60}", "averageUtilization: 60, targetAverageUtilization: 50}"
+        )
+    )
+    out = await kubectl(kubeconfig, "apply", "-f", str(bad), check=False)
+    assert (
+        'HorizontalPodAutoscaler in version "v2" cannot be handled as a HorizontalPodAutoscaler: strict decoding '
+        'error: unknown field "spec.metrics[0].resource.target.targetAverageUtilization"'
+    ) in out
+    assert emulator.store.get("autoscaling", "horizontalpodautoscalers", "default", "web") is None
+    out = await kubectl(kubeconfig, "apply", "-f", str(bad), "--validate=warn")
+    assert (
+        'Warning: unknown field "spec.metrics[0].resource.target.targetAverageUtilization"' in out
+    )
+    hpa = emulator.store.get("autoscaling", "horizontalpodautoscalers", "default", "web")
+    assert hpa is not None
+    assert hpa["spec"]["metrics"][0]["resource"]["target"] == {
+        "type": "Utilization",
+        "averageUtilization": 60,
+    }
