@@ -50,6 +50,7 @@ from hpactl.core.decide import (
     finalize,
     metrics_to_fetch,
     needs_metrics,
+    with_selector,
 )
 from hpactl.core.history import History
 from hpactl.core.metrics_eval import WARNING, Event
@@ -59,7 +60,6 @@ from hpactl.kube.scaling import update_scale
 from hpactl.kube.session import KubeSession
 from hpactl.kube.status import update_hpa_status
 from hpactl.model.hpa import HPA
-from hpactl.model.selectors import parse_selector
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.tracing import SPAN_SCALE_UPDATE, SPAN_STATUS_UPDATE, SPAN_SYNC
 
@@ -343,13 +343,16 @@ class HorizontalController:
             hpa_selectors=self.selectors.relevant(key, {frozenset(p.labels.items()) for p in pods}),
             scale_error=read.error,
         )
+        # The selector is validated once here; needs_metrics and decide reuse it.
+        inputs = with_selector(inputs)
         fetched: list[FetchedMetric] = []
         if needs_metrics(inputs):
-            assert read.scale is not None
+            assert read.scale is not None and inputs.selector_result is not None
+            assert inputs.selector_result.selector is not None
             # validateAndParseSelector records the selector before any metric is
             # fetched; doing the same here (before the first await) also makes
             # concurrent syncs in sync_all see each other in key order.
-            self.selectors.set(key, parse_selector(read.scale.selector))
+            self.selectors.set(key, inputs.selector_result.selector)
             fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector)
             inputs = replace(inputs, metrics=tuple(f.value for f in fetched))
         plan = decide(inputs)

@@ -18,7 +18,8 @@ Inputs use pods of the whole namespace: the selector comes from the scale read i
 the same sync and is parsed here, so the shell cannot filter before calling. Use
 :func:`needs_metrics` to learn whether metrics must be fetched at all (upstream never
 queries the metrics APIs in the pre-check paths or when the selector is invalid or
-ambiguous) and :func:`metrics_to_fetch` for what to fetch.
+ambiguous) and :func:`metrics_to_fetch` for what to fetch; :func:`with_selector` first
+runs the selector validation once, so that neither of them nor :func:`decide` repeats it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from hpactl.core.metrics_eval import (
     Event,
     MetricInput,
     MetricOutcome,
+    SelectorResult,
     compute_replicas_for_metrics,
     tolerances_for_hpa,
     validate_and_parse_selector,
@@ -94,6 +96,7 @@ __all__ = [
     "metrics_to_fetch",
     "needs_metrics",
     "reconcile",
+    "with_selector",
 ]
 
 ABOVE_MAX_REASON = "Current number of replicas above Spec.MaxReplicas"
@@ -176,6 +179,8 @@ class SyncInputs:
       reconciled yet). This HPA's key is present iff it is registered.
     * ``history``: what ``finalize`` returned last time for this key (``History()``
       for a new key).
+    * ``selector_result``: the selector validation of these very inputs, as
+      :func:`with_selector` stores it (None: computed when needed).
     """
 
     hpa: HPA
@@ -188,6 +193,7 @@ class SyncInputs:
     hpa_selectors: Mapping[str, Selector] = field(default_factory=dict)
     scale_error: str = ""
     scale_error_stage: Literal["version", "mapping", "get"] = "get"
+    selector_result: SelectorResult | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,20 +525,44 @@ def _precheck(hpa: HPA, current: int, config: CoreConfig) -> _Precheck:
     return _Precheck(True, 0, True, "", "metrics", stz)
 
 
+def _selector(inputs: SyncInputs, scale: ScaleView) -> SelectorResult:
+    """§4's ``validateAndParseSelector`` for these inputs, unless already done."""
+    if inputs.selector_result is not None:
+        return inputs.selector_result
+    return validate_and_parse_selector(
+        inputs.hpa, scale.selector, inputs.pods, inputs.hpa_selectors
+    )
+
+
+def _reaches_selector(inputs: SyncInputs) -> ScaleView | None:
+    """The scale when this sync gets past the scale read and the pre-checks."""
+    scale = inputs.scale
+    if scale is None or not _precheck(inputs.hpa, scale.spec_replicas, inputs.config).needs_metrics:
+        return None
+    return scale
+
+
+def with_selector(inputs: SyncInputs) -> SyncInputs:
+    """``inputs`` with ``selector_result`` set when this sync gets as far as §4.
+
+    The validation (parse, pods matched, ambiguity) then runs once per sync:
+    :func:`needs_metrics` and :func:`decide` reuse it. Keep ``pods`` and
+    ``hpa_selectors`` as they were when calling this.
+    """
+    scale = _reaches_selector(inputs)
+    if scale is None or inputs.selector_result is not None:
+        return inputs
+    return replace(inputs, selector_result=_selector(inputs, scale))
+
+
 def needs_metrics(inputs: SyncInputs) -> bool:
     """Whether this sync will evaluate metrics (so the shell should fetch them).
 
     False when the scale read failed, in the zero/min/max pre-check paths, and when
     the selector is missing, unparsable or ambiguous.
     """
-    if inputs.scale is None:
-        return False
-    if not _precheck(inputs.hpa, inputs.scale.spec_replicas, inputs.config).needs_metrics:
-        return False
-    sel = validate_and_parse_selector(
-        inputs.hpa, inputs.scale.selector, inputs.pods, inputs.hpa_selectors
-    )
-    return sel.selector is not None
+    scale = _reaches_selector(inputs)
+    return scale is not None and _selector(inputs, scale).selector is not None
 
 
 def _policy_text(direction: str, p: ScalingPolicy) -> str:
@@ -661,7 +691,7 @@ def decide(inputs: SyncInputs) -> Plan:
         )
 
     # §4: selector.
-    sel = validate_and_parse_selector(hpa, scale.selector, inputs.pods, inputs.hpa_selectors)
+    sel = _selector(inputs, scale)
     events.extend(sel.events)
     if sel.selector is None:
         assert sel.condition is not None and sel.error is not None

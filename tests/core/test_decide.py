@@ -41,6 +41,7 @@ from hpactl.core.decide import (
     metrics_to_fetch,
     needs_metrics,
     reconcile,
+    with_selector,
 )
 from hpactl.core.history import History, Recommendation, ScaleEvent
 from hpactl.model.hpa import hpa_from_raw, status_to_raw
@@ -458,6 +459,22 @@ def test_ambiguous_selector() -> None:
     assert plan.selector == parse_selector("app=web")  # stored for this registered HPA
     out = finalize(plan)
     assert cond_map(out.status_raw)["ScalingActive"] == ("False", "AmbiguousSelector", msg)
+
+
+def test_with_selector_validates_once_and_decides_alike() -> None:
+    ps = pods(2)
+    store = {KEY: Selector.nothing(), "ns/other": parse_selector("app=web")}
+    ambiguous = inputs(hpa(), 2, [samples(ps, 500)], ps, hpa_selectors=store)
+    fine = inputs(hpa(), 2, [samples(ps, 900)], ps)
+    for inp in (ambiguous, fine):
+        done = with_selector(inp)
+        assert done.selector_result is not None
+        assert with_selector(done) is done  # not validated again
+        assert needs_metrics(done) == needs_metrics(inp)
+        assert reconcile(done) == reconcile(inp)
+    # Nothing to validate before §4: a failed scale read or a pre-check path.
+    assert with_selector(inputs(hpa(), None)).selector_result is None
+    assert with_selector(inputs(hpa(), 0)).selector_result is None
 
 
 def test_not_yet_reconciled_hpa_does_not_make_ambiguity() -> None:
