@@ -296,7 +296,7 @@ class Emulator:
                     elif group == "external.metrics.k8s.io":
                         external.append(obj)
                     else:
-                        self._ensure_namespace(obj)
+                        self.store.ensure_namespace(obj)
                         self.store.apply(obj)
                     n += 1
         if custom:
@@ -304,13 +304,6 @@ class Emulator:
         if external:
             self.metrics.set_external(external)
         return n
-
-    def _ensure_namespace(self, obj: Obj) -> None:
-        """Create the namespace a manifest's object names, as `kubectl create ns` would."""
-        served = self.store._rt_for(obj)
-        ns = (obj.get("metadata") or {}).get("namespace")
-        if served.namespaced and ns and self.store.get_entry(("", "namespaces"), "", ns) is None:
-            self.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
     def apply_object(self, obj: Obj) -> Obj:
         """store.apply, except that PodMetrics go to the metrics state (custom and

@@ -15,7 +15,7 @@ import json
 import random
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +27,7 @@ Obj = dict[str, Any]
 StorageKey = tuple[str, str]  # (group, plural)
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet
+_NS_KEY: StorageKey = ("", "namespaces")
 
 
 def format_timestamp(dt: datetime) -> str:
@@ -135,15 +136,6 @@ class Store:
     def set_validator(self, fn: Callable[[ResourceType, Obj], None] | None) -> None:
         """Replace the validation run on API writes and on `apply`."""
         self._validator_fn = fn
-
-    @property
-    def _validator(self) -> Callable[[ResourceType, Obj], None] | None:
-        return self._validator_fn
-
-    @_validator.setter
-    def _validator(self, fn: Callable[[ResourceType, Obj], None] | None) -> None:
-        # Kept for callers that assign the attribute: same as set_validator(fn).
-        self.set_validator(fn)
 
     # ---- basics -------------------------------------------------------------------
 
@@ -508,7 +500,8 @@ class Store:
 
     # ---- in-process API (tests, simulator) ----------------------------------------
 
-    def _rt_for(self, obj: Obj) -> ResourceType:
+    def served_type(self, obj: Obj) -> ResourceType:
+        """The served ResourceType of obj's apiVersion and kind (400 like the API if none)."""
         api_version = str(obj.get("apiVersion", ""))
         group, _, version = api_version.rpartition("/")
         kind = str(obj.get("kind", ""))
@@ -524,7 +517,7 @@ class Store:
         return rt
 
     def _prepare(self, obj: Obj) -> tuple[ResourceType, str, Obj]:
-        served = self._rt_for(obj)
+        served = self.served_type(obj)
         new = copy.deepcopy(obj)
         if self._to_storage is not None and served.version != served.stored_version:
             new = self._to_storage(served, new)
@@ -551,6 +544,25 @@ class Store:
                 )
             )
         return _copy(self.create_entry(rt, ns, new, keep_status=True, validate=validate))
+
+    def ensure_namespace(self, obj: Obj) -> None:
+        """Create the namespace obj names (if namespaced and missing), as `kubectl create ns`."""
+        ns = (obj.get("metadata") or {}).get("namespace")
+        if self.served_type(obj).namespaced and ns and self.get_entry(_NS_KEY, "", ns) is None:
+            self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def force_metadata(self, obj: Obj, fields: Mapping[str, str]) -> Obj:
+        """Overwrite metadata fields the API server owns (creationTimestamp,
+        deletionTimestamp...) of the stored obj as given, in one MODIFIED write and
+        without validation: tests and scenarios may state them."""
+        rt, ns, new = self._prepare(obj)
+        name = str(new.get("metadata", {}).get("name", ""))
+        entry = self.get_entry(rt.storage_key, ns, name)
+        if entry is None:
+            raise errors.not_found(rt.group, rt.plural, name)
+        forced = copy.deepcopy(entry.obj)
+        forced["metadata"].update(fields)
+        return _copy(self._commit(rt, "MODIFIED", ns, name, forced, entry))
 
     def update_status(self, obj: Obj) -> Obj:
         """Replace only the status of an existing object (no RV check)."""

@@ -19,7 +19,6 @@ informers' network timeouts stay on real time (they bound sockets, not behaviour
 from __future__ import annotations
 
 import asyncio
-import copy
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -175,7 +174,7 @@ class Simulation:
         if scenario.config.feature_gates.enabled("HPAScaleToZero"):
             # The scenario's feature gates are the cluster's: the API server accepts
             # minReplicas 0 only with the gate. (The emulator has no switch for it.)
-            self.emu.store._validator = _scale_to_zero_validator
+            self.emu.store.set_validator(_scale_to_zero_validator)
         self.workload = Workload(
             self.emu.store, scenario.workload, start=scenario.start, now=self.clock.now
         )
@@ -247,28 +246,15 @@ class Simulation:
         if self._capture is not None and ev.key in _EVENT_KEYS and ev.type != "DELETED":
             self._capture.append(ev)
 
-    def _served_type(self, obj: Obj) -> ResourceType:
-        api_version = str(obj.get("apiVersion", ""))
-        group, _, version = api_version.rpartition("/")
-        kind = str(obj.get("kind", ""))
-        for rt in self.emu.registry:
-            if rt.group == group and rt.version == version and rt.kind == kind and not rt.external:
-                return rt
-        raise ScenarioError("", f'no matches for kind "{kind}" in version "{api_version}"')
-
     def _apply(self, obj: Obj, where: str) -> None:
         """Create or replace, status as given, creation/deletion timestamps honoured."""
         store = self.emu.store
-        try:
-            rt = self._served_type(obj)
-        except ScenarioError as exc:
-            raise ScenarioError(where, exc.message) from None
         meta = obj.get("metadata") or {}
         try:
+            rt = store.served_type(obj)
+            # A namespaced object without namespace goes to "default", which exists.
+            store.ensure_namespace(obj)
             # The store validates (after defaulting) as the API server would.
-            ns = str(meta.get("namespace") or "default") if rt.namespaced else ""
-            if ns and store.get_entry(("", "namespaces"), "", ns) is None:
-                store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
             stored = store.apply(obj)
         except emu_errors.ApiError as exc:
             raise ScenarioError(where, exc.message) from None
@@ -290,23 +276,9 @@ class Simulation:
             if stored["metadata"].get(f) != text:
                 forced[f] = text
         if forced:
-            self._force_metadata(stored, forced)
-
-    def _force_metadata(self, stored: Obj, fields: dict[str, str]) -> None:
-        # The store's create/update own these fields (as the API server does); a
-        # scenario may still state them, so write them with a metadata-only commit.
-        store = self.emu.store
-        api_version = str(stored.get("apiVersion", ""))
-        group = api_version.rpartition("/")[0]
-        rt = store.registry.by_kind(group, str(stored.get("kind")))
-        assert rt is not None
-        meta = stored["metadata"]
-        ns = str(meta.get("namespace") or "") if rt.namespaced else ""
-        entry = store.get_entry(rt.storage_key, ns, str(meta["name"]))
-        assert entry is not None
-        new = copy.deepcopy(entry.obj)
-        new["metadata"].update(fields)
-        store._commit(rt, "MODIFIED", ns, str(meta["name"]), new, entry)
+            # The store's writes own these fields (as the API server does); a
+            # scenario may still state them.
+            store.force_metadata(stored, forced)
 
     def _delete(self, ref: DeleteRef) -> None:
         reg = self.emu.registry

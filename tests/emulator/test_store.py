@@ -9,7 +9,7 @@ import pytest
 from hpactl.emulator import errors
 from hpactl.emulator.convert import default_object, to_storage
 from hpactl.emulator.registry import builtin_registry
-from hpactl.emulator.store import Store, decode_continue, encode_continue
+from hpactl.emulator.store import Store, WatchEvent, decode_continue, encode_continue
 
 from .helpers import deployment
 
@@ -128,3 +128,32 @@ def test_apply_validates_create_does_not() -> None:
     with pytest.raises(errors.ApiError):
         s.apply(bad)
     s.apply(bad, validate=False)
+
+
+def test_force_metadata_writes_server_owned_fields_as_given() -> None:
+    s = make_store()
+    d = s.create(deployment("web"))
+    events: list[WatchEvent] = []
+    s.on_write.append(events.append)
+    forced = s.force_metadata(d, {"creationTimestamp": "2025-12-31T00:00:00Z"})
+    assert forced["metadata"]["creationTimestamp"] == "2025-12-31T00:00:00Z"
+    assert forced["metadata"]["uid"] == d["metadata"]["uid"]
+    assert [e.type for e in events] == ["MODIFIED"]
+    got = s.get("apps", "deployments", "default", "web")
+    assert got == forced
+    with pytest.raises(errors.ApiError) as ei:
+        s.force_metadata(deployment("gone"), {"creationTimestamp": "2025-12-31T00:00:00Z"})
+    assert ei.value.code == 404
+
+
+def test_ensure_namespace_creates_only_missing_namespaces_of_namespaced_objects() -> None:
+    s = make_store()
+    s.ensure_namespace(deployment("web") | {"metadata": {"name": "web", "namespace": "team"}})
+    assert s.get("", "namespaces", "", "team") is not None
+    rv = s.rv
+    s.ensure_namespace(deployment("web") | {"metadata": {"name": "web", "namespace": "team"}})
+    s.ensure_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})
+    assert s.rv == rv
+    with pytest.raises(errors.ApiError) as ei:
+        s.ensure_namespace({"apiVersion": "v9", "kind": "Nope", "metadata": {"namespace": "a"}})
+    assert ei.value.message == 'no matches for kind "Nope" in version "v9"'
