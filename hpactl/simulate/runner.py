@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from hpactl.clock import VirtualClock
 from hpactl.emulator import errors as emu_errors
@@ -44,6 +44,9 @@ from hpactl.simulate.scenario import (
     Step,
     build_config,
 )
+
+if TYPE_CHECKING:
+    from hpactl.controller.app import ControllerApp
 
 __all__ = ["SimClock", "Simulation", "StepResult", "run_scenario"]
 
@@ -181,7 +184,7 @@ class Simulation:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._workdir = Path(workdir) if workdir is not None else None
         self.kubeconfig: Path | None = None
-        self.app: Any = None
+        self.app: ControllerApp | None = None
         self._pending: dict[str, int] = {}  # kind -> last written resourceVersion
         self._capture: list[WatchEvent] | None = None
         self._pod_items: list[Obj] = []
@@ -333,10 +336,16 @@ class Simulation:
 
     # ------------------------------------------------------------------ steps
 
+    @property
+    def _app(self) -> ControllerApp:
+        if self.app is None:
+            raise RuntimeError("the simulation is not started")
+        return self.app
+
     async def _barrier(self) -> None:
         if self._pending:
             writes, self._pending = self._pending, {}
-            await self.app.informers.wait_for_writes(writes, timeout=30.0)
+            await self._app.informers.wait_for_writes(writes, timeout=30.0)
 
     async def step(self, number: int, step: Step, seconds_since_start: float) -> StepResult:
         self.clock.advance_to(seconds_since_start)
@@ -352,7 +361,7 @@ class Simulation:
         captured: list[WatchEvent] = []
         self._capture = captured
         try:
-            records = await self.app.controller.sync_all()
+            records = await self._app.controller.sync_all()
         finally:
             self._capture = None
         self._react()
@@ -437,7 +446,7 @@ class Simulation:
         """Keep everything running at real-time pace until cancelled (demo --serve):
         the controller syncs on its own schedule, the workload keeps reacting."""
         self.clock.go_real()
-        self.app.controller.start_scheduling()
+        self._app.controller.start_scheduling()
         while True:
             self._react()
             await asyncio.sleep(tick)
