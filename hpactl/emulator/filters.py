@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from hpactl.emulator import errors
 from hpactl.emulator.registry import ResourceType
+from hpactl.model.selectors import parse_selector
 
 Obj = dict[str, Any]
 
@@ -25,8 +26,6 @@ def parse_label_selector(text: str) -> LabelMatcher | None:
     """None for the empty selector (matches everything)."""
     if not text.strip():
         return None
-    from hpactl.model.selectors import parse_selector
-
     try:
         sel: LabelMatcher = parse_selector(text)
     except ValueError as exc:

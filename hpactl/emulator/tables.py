@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from hpactl.emulator.registry import ResourceType
+from hpactl.model.quantity import parse_quantity
+from hpactl.model.selectors import selector_from_label_selector
 
 Obj = dict[str, Any]
 Column = tuple[str, str, str, int]  # name, type, format, priority
@@ -76,19 +78,15 @@ def _q(v: Any) -> str:
     if v is None:
         return "<nil>"
     try:
-        from hpactl.model.quantity import parse_quantity
-
         return str(parse_quantity(v))
-    except (ImportError, ValueError):
+    except ValueError:
         return str(v)
 
 
 def _label_selector_string(sel: Any) -> str:
     try:
-        from hpactl.model.selectors import selector_from_label_selector
-
         return str(selector_from_label_selector(sel))
-    except (ImportError, ValueError):
+    except ValueError:
         if not isinstance(sel, dict):
             return "<none>"
         return ",".join(f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items()))
@@ -104,6 +102,21 @@ def _containers(obj: Obj) -> tuple[str, str]:
 # ---- HPA -----------------------------------------------------------------------------
 
 
+def _value_or_average(spec: Obj, st: Obj, field: str) -> str:
+    """The External and Object cases of formatHPAMetrics (the same text for both)."""
+    target = (spec.get(field) or {}).get("target") or {}
+    cur_st = (st.get(field) or {}).get("current") if st.get(field) else None
+    if target.get("averageValue") is not None:
+        cur = (
+            _q(cur_st["averageValue"])
+            if cur_st and cur_st.get("averageValue") is not None
+            else "<unknown>"
+        )
+        return f"{cur}/{_q(target['averageValue'])} (avg)"
+    cur = _q(cur_st.get("value")) if cur_st is not None else "<unknown>"
+    return f"{cur}/{_q(target.get('value'))}"
+
+
 def format_hpa_metrics(specs: list[Obj], statuses: list[Obj]) -> str:
     """printers.go formatHPAMetrics (autoscaling/v2 shapes)."""
     if not specs:
@@ -113,36 +126,14 @@ def format_hpa_metrics(specs: list[Obj], statuses: list[Obj]) -> str:
         st = statuses[i] if len(statuses) > i else {}
         typ = spec.get("type")
         if typ == "External":
-            target = (spec.get("external") or {}).get("target") or {}
-            cur_st = (st.get("external") or {}).get("current") if st.get("external") else None
-            if target.get("averageValue") is not None:
-                cur = (
-                    _q(cur_st["averageValue"])
-                    if cur_st and cur_st.get("averageValue") is not None
-                    else "<unknown>"
-                )
-                out.append(f"{cur}/{_q(target['averageValue'])} (avg)")
-            else:
-                cur = _q(cur_st.get("value")) if cur_st is not None else "<unknown>"
-                out.append(f"{cur}/{_q(target.get('value'))}")
+            out.append(_value_or_average(spec, st, "external"))
         elif typ == "Pods":
             target = (spec.get("pods") or {}).get("target") or {}
             cur_st = (st.get("pods") or {}).get("current") if st.get("pods") else None
             cur = _q(cur_st.get("averageValue")) if cur_st is not None else "<unknown>"
             out.append(f"{cur}/{_q(target.get('averageValue'))}")
         elif typ == "Object":
-            target = (spec.get("object") or {}).get("target") or {}
-            cur_st = (st.get("object") or {}).get("current") if st.get("object") else None
-            if target.get("averageValue") is not None:
-                cur = (
-                    _q(cur_st["averageValue"])
-                    if cur_st and cur_st.get("averageValue") is not None
-                    else "<unknown>"
-                )
-                out.append(f"{cur}/{_q(target['averageValue'])} (avg)")
-            else:
-                cur = _q(cur_st.get("value")) if cur_st is not None else "<unknown>"
-                out.append(f"{cur}/{_q(target.get('value'))}")
+            out.append(_value_or_average(spec, st, "object"))
         elif typ in ("Resource", "ContainerResource"):
             field = "resource" if typ == "Resource" else "containerResource"
             src = spec.get(field) or {}
@@ -383,6 +374,26 @@ def _print_secret(obj: Obj, now: datetime) -> list[Any]:
     return [_name(obj), obj.get("type", ""), n, _age(obj, now)]
 
 
+# ReplicaSets and ReplicationControllers print alike, as do both kinds of bindings.
+_REPLICASET_COLUMNS: list[Column] = [
+    _NAME,
+    ("Desired", "integer", "", 0),
+    ("Current", "integer", "", 0),
+    ("Ready", "integer", "", 0),
+    _AGE,
+    ("Containers", "string", "", 1),
+    ("Images", "string", "", 1),
+    ("Selector", "string", "", 1),
+]
+_BINDING_COLUMNS: list[Column] = [
+    _NAME,
+    ("Role", "string", "", 0),
+    _AGE,
+    ("Users", "string", "", 1),
+    ("Groups", "string", "", 1),
+    ("ServiceAccounts", "string", "", 1),
+]
+
 _PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
     ("", "services"): (
         [
@@ -437,29 +448,11 @@ _PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
         _print_deployment,
     ),
     ("apps", "replicasets"): (
-        [
-            _NAME,
-            ("Desired", "integer", "", 0),
-            ("Current", "integer", "", 0),
-            ("Ready", "integer", "", 0),
-            _AGE,
-            ("Containers", "string", "", 1),
-            ("Images", "string", "", 1),
-            ("Selector", "string", "", 1),
-        ],
+        _REPLICASET_COLUMNS,
         _print_replicaset,
     ),
     ("", "replicationcontrollers"): (
-        [
-            _NAME,
-            ("Desired", "integer", "", 0),
-            ("Current", "integer", "", 0),
-            ("Ready", "integer", "", 0),
-            _AGE,
-            ("Containers", "string", "", 1),
-            ("Images", "string", "", 1),
-            ("Selector", "string", "", 1),
-        ],
+        _REPLICASET_COLUMNS,
         _print_replicaset,
     ),
     ("apps", "statefulsets"): (
@@ -505,25 +498,11 @@ _PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
     ("coordination.k8s.io", "leases"): ([_NAME, ("Holder", "string", "", 0), _AGE], _print_lease),
     ("", "serviceaccounts"): ([_NAME, ("Secrets", "integer", "", 0), _AGE], _print_sa),
     ("rbac.authorization.k8s.io", "rolebindings"): (
-        [
-            _NAME,
-            ("Role", "string", "", 0),
-            _AGE,
-            ("Users", "string", "", 1),
-            ("Groups", "string", "", 1),
-            ("ServiceAccounts", "string", "", 1),
-        ],
+        _BINDING_COLUMNS,
         _print_binding,
     ),
     ("rbac.authorization.k8s.io", "clusterrolebindings"): (
-        [
-            _NAME,
-            ("Role", "string", "", 0),
-            _AGE,
-            ("Users", "string", "", 1),
-            ("Groups", "string", "", 1),
-            ("ServiceAccounts", "string", "", 1),
-        ],
+        _BINDING_COLUMNS,
         _print_binding,
     ),
 }
