@@ -155,6 +155,11 @@ def _metric_id(name: Any, selector: Any) -> Obj:
     return out
 
 
+def _metric_id_v2(i: Mapping[str, Any] | None) -> Obj:
+    i = i or {}
+    return _metric_id(i.get("name"), i.get("selector"))
+
+
 # ---- metric specs ----------------------------------------------------------------------------
 def _is_cpu_utilization(m: Mapping[str, Any]) -> bool:
     res = m.get("resource")
@@ -164,6 +169,14 @@ def _is_cpu_utilization(m: Mapping[str, Any]) -> bool:
         and res.get("name") == "cpu"
         and (res.get("target") or {}).get("averageUtilization") is not None
     )
+
+
+def _resource_target_v2_to_v1(r: Mapping[str, Any]) -> Obj:
+    target = r.get("target") or {}
+    res: Obj = {"name": r.get("name", "")}
+    _put(res, "targetAverageUtilization", target.get("averageUtilization"))
+    _put(res, "targetAverageValue", _q(target.get("averageValue")))
+    return res
 
 
 def _spec_v2_to_v1(m: Mapping[str, Any]) -> Obj:
@@ -189,18 +202,12 @@ def _spec_v2_to_v1(m: Mapping[str, Any]) -> Obj:
         _put(pods, "selector", _selector(metric.get("selector")))
         out["pods"] = pods
     if (r := m.get("resource")) is not None:
-        target = r.get("target") or {}
-        res: Obj = {"name": r.get("name", "")}
-        _put(res, "targetAverageUtilization", target.get("averageUtilization"))
-        _put(res, "targetAverageValue", _q(target.get("averageValue")))
-        out["resource"] = res
+        out["resource"] = _resource_target_v2_to_v1(r)
     if (c := m.get("containerResource")) is not None:
-        target = c.get("target") or {}
-        cres: Obj = {"name": c.get("name", "")}
-        _put(cres, "targetAverageUtilization", target.get("averageUtilization"))
-        _put(cres, "targetAverageValue", _q(target.get("averageValue")))
-        cres["container"] = c.get("container", "")
-        out["containerResource"] = cres
+        out["containerResource"] = {
+            **_resource_target_v2_to_v1(c),
+            "container": c.get("container", ""),
+        }
     if (e := m.get("external")) is not None:
         target = e.get("target") or {}
         metric = e.get("metric") or {}
@@ -271,18 +278,14 @@ def _spec_v2_normalized(m: Mapping[str, Any]) -> Obj:
         _put(res, "averageUtilization", t.get("averageUtilization"))
         return res
 
-    def ident(i: Mapping[str, Any] | None) -> Obj:
-        i = i or {}
-        return _metric_id(i.get("name"), i.get("selector"))
-
     if (o := m.get("object")) is not None:
         out["object"] = {
             "describedObject": _xref(o.get("describedObject")),
             "target": target(o.get("target")),
-            "metric": ident(o.get("metric")),
+            "metric": _metric_id_v2(o.get("metric")),
         }
     if (p := m.get("pods")) is not None:
-        out["pods"] = {"metric": ident(p.get("metric")), "target": target(p.get("target"))}
+        out["pods"] = {"metric": _metric_id_v2(p.get("metric")), "target": target(p.get("target"))}
     if (r := m.get("resource")) is not None:
         out["resource"] = {"name": r.get("name", ""), "target": target(r.get("target"))}
     if (c := m.get("containerResource")) is not None:
@@ -292,11 +295,22 @@ def _spec_v2_normalized(m: Mapping[str, Any]) -> Obj:
             "container": c.get("container", ""),
         }
     if (e := m.get("external")) is not None:
-        out["external"] = {"metric": ident(e.get("metric")), "target": target(e.get("target"))}
+        out["external"] = {
+            "metric": _metric_id_v2(e.get("metric")),
+            "target": target(e.get("target")),
+        }
     return out
 
 
 # ---- metric statuses -------------------------------------------------------------------------
+def _resource_current_v2_to_v1(r: Mapping[str, Any]) -> Obj:
+    cur = r.get("current") or {}
+    res: Obj = {"name": r.get("name", "")}
+    _put(res, "currentAverageUtilization", cur.get("averageUtilization"))
+    res["currentAverageValue"] = _q0(cur.get("averageValue"))
+    return res
+
+
 def _status_v2_to_v1(m: Mapping[str, Any]) -> Obj:
     out: Obj = {"type": m.get("type", "")}
     if (o := m.get("object")) is not None:
@@ -320,18 +334,12 @@ def _status_v2_to_v1(m: Mapping[str, Any]) -> Obj:
         _put(pods, "selector", _selector(metric.get("selector")))
         out["pods"] = pods
     if (r := m.get("resource")) is not None:
-        cur = r.get("current") or {}
-        res: Obj = {"name": r.get("name", "")}
-        _put(res, "currentAverageUtilization", cur.get("averageUtilization"))
-        res["currentAverageValue"] = _q0(cur.get("averageValue"))
-        out["resource"] = res
+        out["resource"] = _resource_current_v2_to_v1(r)
     if (c := m.get("containerResource")) is not None:
-        cur = c.get("current") or {}
-        cres: Obj = {"name": c.get("name", "")}
-        _put(cres, "currentAverageUtilization", cur.get("averageUtilization"))
-        cres["currentAverageValue"] = _q0(cur.get("averageValue"))
-        cres["container"] = c.get("container", "")
-        out["containerResource"] = cres
+        out["containerResource"] = {
+            **_resource_current_v2_to_v1(c),
+            "container": c.get("container", ""),
+        }
     if (e := m.get("external")) is not None:
         cur = e.get("current") or {}
         metric = e.get("metric") or {}
@@ -394,18 +402,17 @@ def _status_v2_normalized(m: Mapping[str, Any]) -> Obj:
         _put(res, "averageUtilization", c.get("averageUtilization"))
         return res
 
-    def ident(i: Mapping[str, Any] | None) -> Obj:
-        i = i or {}
-        return _metric_id(i.get("name"), i.get("selector"))
-
     if (o := m.get("object")) is not None:
         out["object"] = {
-            "metric": ident(o.get("metric")),
+            "metric": _metric_id_v2(o.get("metric")),
             "current": current(o.get("current")),
             "describedObject": _xref(o.get("describedObject")),
         }
     if (p := m.get("pods")) is not None:
-        out["pods"] = {"metric": ident(p.get("metric")), "current": current(p.get("current"))}
+        out["pods"] = {
+            "metric": _metric_id_v2(p.get("metric")),
+            "current": current(p.get("current")),
+        }
     if (r := m.get("resource")) is not None:
         out["resource"] = {"name": r.get("name", ""), "current": current(r.get("current"))}
     if (c := m.get("containerResource")) is not None:
@@ -415,7 +422,10 @@ def _status_v2_normalized(m: Mapping[str, Any]) -> Obj:
             "container": c.get("container", ""),
         }
     if (e := m.get("external")) is not None:
-        out["external"] = {"metric": ident(e.get("metric")), "current": current(e.get("current"))}
+        out["external"] = {
+            "metric": _metric_id_v2(e.get("metric")),
+            "current": current(e.get("current")),
+        }
     return out
 
 
