@@ -40,6 +40,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from hpactl.kube.errors import ApiError, NotFound, TransportError
+from hpactl.kube.identity import ObjectIdentity
 from hpactl.kube.paths import resource_path
 from hpactl.kube.requests import create_json, patch_json
 from hpactl.kube.session import KubeSession
@@ -99,17 +100,8 @@ class ObjectRef:
         return out
 
 
-class RefSource(Protocol):
-    """Anything naming an HPA: ``hpactl.model.hpa.HPA`` and the like."""
-
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def uid(self) -> str: ...
-    @property
-    def resource_version(self) -> str: ...
+# Anything naming an HPA: ``hpactl.model.hpa.HPA`` and the like.
+RefSource = ObjectIdentity
 
 
 class _EventLike(Protocol):

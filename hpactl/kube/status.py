@@ -15,8 +15,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
+from hpactl.kube.identity import ObjectIdentity
 from hpactl.kube.paths import resource_path
 from hpactl.kube.requests import put_json
 from hpactl.kube.session import KubeSession
@@ -35,15 +36,7 @@ def hpa_status_path(namespace: str, name: str) -> str:
     )
 
 
-class HPAIdentity(Protocol):
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def uid(self) -> str: ...
-    @property
-    def resource_version(self) -> str: ...
+HPAIdentity = ObjectIdentity
 
 
 def _as_raw(hpa: Mapping[str, Any] | HPAIdentity) -> Mapping[str, Any]:
