@@ -70,6 +70,8 @@ __all__ = [
     "external_fetch_error",
     "external_values_from_items",
     "fetch_metric",
+    "group_of",
+    "guessed_group_resource",
     "object_value_from_items",
     "pod_metrics_from_items",
     "raw_metrics_from_items",
@@ -223,10 +225,16 @@ def external_values_from_items(
     )
 
 
-def _group_of(api_version: str) -> str:
+def group_of(api_version: str) -> str:
     # schema.FromAPIVersionAndKind: an unparsable apiVersion leaves the group empty.
     parts = api_version.split("/")
     return parts[0] if len(parts) == 2 else ""
+
+
+def guessed_group_resource(group: str, kind: str) -> str:
+    """``plural.group`` by the conventional plural (no discovery: tests and fakes)."""
+    plural = kind.lower() + "s"
+    return f"{plural}.{group}" if group else plural
 
 
 def _group_kind(group: str, kind: str) -> str:
@@ -303,7 +311,7 @@ class RestMetricsClient:
         object_ref: CrossVersionObjectReference,
         metric_selector: str,
     ) -> list[dict[str, Any]]:
-        group = _group_of(object_ref.api_version)
+        group = group_of(object_ref.api_version)
         q: dict[str, str] = {}
         if metric_selector:
             q["metricLabelSelector"] = metric_selector
@@ -343,8 +351,7 @@ class RestMetricsClient:
     async def _group_resource(self, group: str, kind: str) -> str:
         if self._mapper is None:
             # Without discovery: the conventional plural (good enough for tests).
-            plural = kind.lower() + "s"
-            return f"{plural}.{group}" if group else plural
+            return guessed_group_resource(group, kind)
         m = await self._mapper.mapping(group, kind)
         return m.group_resource
 

@@ -29,6 +29,8 @@ from hpactl.metrics.client import (
     external_fetch_error,
     external_values_from_items,
     fetch_metric,
+    group_of,
+    guessed_group_resource,
     object_value_from_items,
     raw_result,
     resource_fetch_error,
@@ -124,12 +126,8 @@ class FakeMetricsClient:
     ) -> ObjectMetricValue | MetricFetchError:
         self.calls.append(("object", namespace, object_ref.kind, object_ref.name, metric_name))
         if "custom" in self.unavailable:
-            parts = object_ref.api_version.split("/")
-            group = parts[0] if len(parts) == 2 else ""
-            plural = object_ref.kind.lower() + "s" + (f".{group}" if group else "")
-            return custom_fetch_error(
-                f"{_DOWN} (get {plural}.custom.metrics.k8s.io {object_ref.name})"
-            )
+            gr = guessed_group_resource(group_of(object_ref.api_version), object_ref.kind)
+            return custom_fetch_error(f"{_DOWN} (get {gr}.custom.metrics.k8s.io {object_ref.name})")
         item = self._objects.get((namespace, object_ref.kind, object_ref.name, metric_name))
         return object_value_from_items([item] if item is not None else [])
 
