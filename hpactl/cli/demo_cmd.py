@@ -17,7 +17,13 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from hpactl.cli.simulate_cmd import error, failed, quiet_logging, render_outputs
+from hpactl.cli.simulate_cmd import (
+    error,
+    failed,
+    plot_path_error,
+    quiet_logging,
+    render_outputs,
+)
 
 PROG = "hpactl demo"
 DEFAULT_PLOT = "hpactl-demo.html"
@@ -94,7 +100,6 @@ async def _demo(args: argparse.Namespace, scenario: Any, until: float | None) ->
 def _run(args: argparse.Namespace) -> int:
     from hpactl.model.times import parse_go_duration
     from hpactl.simulate.demo import DEMO_SCENARIO
-    from hpactl.simulate.plot import PlotError, check_plot_path
     from hpactl.simulate.scenario import ScenarioError, load_scenario, loads_scenario
 
     if args.print_scenario:
@@ -106,11 +111,8 @@ def _run(args: argparse.Namespace) -> int:
             until = parse_go_duration(args.until).total_seconds()
         except ValueError:
             return error(f'--until: invalid duration "{args.until}"', PROG)
-    if args.plot:
-        try:
-            check_plot_path(args.plot)
-        except PlotError as exc:
-            return error(str(exc), PROG)
+    if (status := plot_path_error(args.plot, PROG)) is not None:
+        return status
     try:
         if args.scenario:
             scenario = load_scenario(args.scenario)

@@ -12,7 +12,6 @@ import asyncio
 import io
 import logging
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -82,8 +81,6 @@ async def simulate(
     *,
     output: str,
     out: TextIO,
-    on_progress: Callable[[Any], None] | None = None,
-    until: float | None = None,
 ) -> list[Any]:
     from hpactl.simulate.output import jsonl_line
     from hpactl.simulate.runner import Simulation
@@ -92,11 +89,9 @@ async def simulate(
         if output == "jsonl":
             out.write(jsonl_line(r) + "\n")
             out.flush()
-        if on_progress is not None:
-            on_progress(r)
 
     async with Simulation(scenario) as sim:
-        return await sim.run(on_step, until=until)
+        return await sim.run(on_step)
 
 
 def error(message: str, prog: str = PROG) -> int:
@@ -114,6 +109,18 @@ def failed(exc: BaseException, verbose: bool, prog: str = PROG) -> int:
     return 1
 
 
+def plot_path_error(plot: str | None, prog: str = PROG) -> int | None:
+    """Exit status 2 (and the message) when the plot cannot be written there."""
+    from hpactl.simulate.plot import PlotError, check_plot_path
+
+    if plot:
+        try:
+            check_plot_path(plot)
+        except PlotError as exc:
+            return error(str(exc), prog)
+    return None
+
+
 def _broken_pipe() -> int:
     # The reader went away (`| head`): not an error, and no traceback at exit.
     import os
@@ -124,14 +131,10 @@ def _broken_pipe() -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hpactl.simulate.plot import PlotError, check_plot_path
     from hpactl.simulate.scenario import ScenarioError, load_scenario
 
-    if args.plot:
-        try:
-            check_plot_path(args.plot)
-        except PlotError as exc:
-            return error(str(exc))
+    if (status := plot_path_error(args.plot)) is not None:
+        return status
     try:
         scenario = load_scenario(args.file)
     except ScenarioError as exc:
