@@ -25,6 +25,7 @@ from hpactl.emulator.filters import (
     parse_field_selector,
     parse_label_selector,
 )
+from hpactl.emulator.rbac import RequestAttributes
 from hpactl.emulator.registry import Registry, ResourceType, crd_resource_types
 from hpactl.emulator.store import (
     Entry,
@@ -49,21 +50,6 @@ PATCH_TYPES = (
 
 
 # ---- request attributes ---------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RequestAttributes:
-    """What the apiserver's RequestInfoFactory derives from a request."""
-
-    resource_request: bool
-    verb: str
-    path: str
-    api_group: str = ""
-    api_version: str = ""
-    resource: str = ""
-    subresource: str = ""
-    namespace: str = ""
-    name: str = ""
 
 
 def parse_bool(value: str, param: str = "") -> bool:
@@ -131,10 +117,6 @@ def _split(method: str, path: str, query: Any) -> tuple[RequestAttributes, int]:
         verb = "watch"
     attrs = RequestAttributes(True, verb, path, group, version, resource, sub, namespace, name)
     return attrs, len(rest)
-
-
-def attributes_for(method: str, path: str, query: Any) -> RequestAttributes:
-    return _split(method, path, query)[0]
 
 
 _ATTRS_KEY = web.RequestKey("hpactl.attributes", RequestAttributes)
