@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from hpactl.emulator.errors import ApiError
 from hpactl.emulator.rbac import request_attributes
 from hpactl.model.times import parse_go_duration
 
@@ -361,15 +362,7 @@ class FaultInjector:
             return resp
         reason = _REASONS.get(rule.status, "InternalError" if rule.status >= 500 else "BadRequest")
         message = rule.message or f"injected fault: HTTP {rule.status}"
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": message,
-            "reason": reason,
-            "code": rule.status,
-        }
+        body = ApiError(rule.status, reason, message).status()
         headers = {}
         if rule.status == 429:
             body["details"] = {"retryAfterSeconds": 1}

@@ -36,6 +36,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from hpactl.emulator import errors
+from hpactl.emulator.errors import ApiError
 from hpactl.model.quantity import parse_quantity
 from hpactl.model.selectors import Selector, parse_selector
 from hpactl.model.times import format_go_duration, format_time, parse_go_duration, parse_time
@@ -95,35 +97,9 @@ _ROOT_SCOPED_KINDS = frozenset({"Namespace", "Node", "PersistentVolume"})
 _NAME_SANITIZE = re.compile(r"[^a-z0-9.-]+")
 
 
-class _ApiError(Exception):
-    """An error answered as a Status object."""
-
-    def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None):
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.details = details
-
-
-def _status(code: int, reason: str, message: str, details: dict[str, Any] | None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    if details:
-        body["details"] = details
-    return body
-
-
-def _not_found(group: str, resource: str, name: str) -> _ApiError:
+def _not_found(group: str, resource: str, name: str) -> ApiError:
     qualified = f"{resource}.{group}" if group else resource
-    return _ApiError(
+    return ApiError(
         404,
         "NotFound",
         f'{qualified} "{name}" not found',
@@ -131,12 +107,8 @@ def _not_found(group: str, resource: str, name: str) -> _ApiError:
     )
 
 
-def _bad_request(message: str) -> _ApiError:
-    return _ApiError(400, "BadRequest", message)
-
-
-def _invalid(group: str, kind: str, name: str, field: str, detail: str) -> _ApiError:
-    return _ApiError(
+def _invalid(group: str, kind: str, name: str, field: str, detail: str) -> ApiError:
+    return ApiError(
         422,
         "Invalid",
         f'{kind}.{group} "{name}" is invalid: {field}: {detail}',
@@ -208,11 +180,11 @@ def _default_api_version(kind: str) -> str | None:
 
 def _canonical_quantity(value: Any, field: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise _bad_request(f"{field}: quantities must be a string or a number, got {value!r}")
+        raise errors.bad_request(f"{field}: quantities must be a string or a number, got {value!r}")
     try:
         return str(parse_quantity(value))
     except ValueError as exc:
-        raise _bad_request(f"{field}: {exc}") from exc
+        raise errors.bad_request(f"{field}: {exc}") from exc
 
 
 def _canonical_time(value: Any, field: str) -> str | None:
@@ -223,14 +195,14 @@ def _canonical_time(value: Any, field: str) -> str | None:
     try:
         return format_time(parse_time(str(value)))
     except ValueError as exc:
-        raise _bad_request(f"{field}: {exc}") from exc
+        raise errors.bad_request(f"{field}: {exc}") from exc
 
 
 def _as_mapping(value: Any, field: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise _bad_request(f"{field}: expected an object, got {type(value).__name__}")
+        raise errors.bad_request(f"{field}: expected an object, got {type(value).__name__}")
     return dict(value)
 
 
@@ -246,7 +218,7 @@ def _selector_param(request: web.Request, name: str) -> Selector | None:
     try:
         return parse_selector(text)
     except ValueError as exc:
-        raise _bad_request(f"unable to parse requirement: {exc}") from exc
+        raise errors.bad_request(f"unable to parse requirement: {exc}") from exc
 
 
 def _field_selector_filter(request: web.Request) -> Callable[[str, str], bool]:
@@ -269,10 +241,10 @@ def _field_selector_filter(request: web.Request) -> Callable[[str, str], bool]:
             key, value = part.split("=", 1)
             positive = True
         else:
-            raise _bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
+            raise errors.bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         key = key.strip()
         if key not in ("metadata.name", "metadata.namespace"):
-            raise _bad_request(
+            raise errors.bad_request(
                 f'"{key}" is not a known field selector: only "metadata.name", "metadata.namespace"'
             )
         terms.append((key, positive, value.strip()))
@@ -295,8 +267,8 @@ def _json(body: Any, status: int = 200) -> web.Response:
     )
 
 
-def _error_response(err: _ApiError) -> web.Response:
-    return _json(_status(err.code, err.reason, err.message, err.details), err.code)
+def _error_response(err: ApiError) -> web.Response:
+    return _json(err.status(), err.code)
 
 
 def _unavailable_response() -> web.Response:
@@ -353,14 +325,14 @@ def _pointer(path: str) -> list[str]:
     if path == "":
         return []
     if not path.startswith("/"):
-        raise _bad_request(f'json patch path "{path}" must start with "/"')
+        raise errors.bad_request(f'json patch path "{path}" must start with "/"')
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
 def _json_patch(doc: Any, ops: Any) -> Any:
     """RFC 6902 JSON patch (add, remove, replace, move, copy, test)."""
     if not isinstance(ops, list):
-        raise _bad_request("json patch must be a list of operations")
+        raise errors.bad_request("json patch must be a list of operations")
     doc = copy.deepcopy(doc)
 
     def parent(tokens: list[str], path: str) -> tuple[Any, str]:
@@ -371,7 +343,7 @@ def _json_patch(doc: Any, ops: Any) -> Any:
             elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
                 node = node[int(tok)]
             else:
-                raise _ApiError(422, "Invalid", f'doc is missing path: "{path}"')
+                raise ApiError(422, "Invalid", f'doc is missing path: "{path}"')
         return node, tokens[-1]
 
     def get(path: str) -> Any:
@@ -382,19 +354,19 @@ def _json_patch(doc: Any, ops: Any) -> Any:
             elif isinstance(node, list) and tok.isdigit() and int(tok) < len(node):
                 node = node[int(tok)]
             else:
-                raise _ApiError(422, "Invalid", f'doc is missing path: "{path}"')
+                raise ApiError(422, "Invalid", f'doc is missing path: "{path}"')
         return copy.deepcopy(node)
 
     def remove(path: str) -> Any:
         tokens = _pointer(path)
         if not tokens:
-            raise _bad_request("cannot remove the whole document")
+            raise errors.bad_request("cannot remove the whole document")
         node, last = parent(tokens, path)
         if isinstance(node, dict) and last in node:
             return node.pop(last)
         if isinstance(node, list) and last.isdigit() and int(last) < len(node):
             return node.pop(int(last))
-        raise _ApiError(422, "Invalid", f'doc is missing path: "{path}"')
+        raise ApiError(422, "Invalid", f'doc is missing path: "{path}"')
 
     def add(path: str, value: Any, replace: bool) -> None:
         nonlocal doc
@@ -405,7 +377,7 @@ def _json_patch(doc: Any, ops: Any) -> Any:
         node, last = parent(tokens, path)
         if isinstance(node, dict):
             if replace and last not in node:
-                raise _ApiError(422, "Invalid", f'doc is missing key: "{path}"')
+                raise ApiError(422, "Invalid", f'doc is missing key: "{path}"')
             node[last] = value
         elif isinstance(node, list):
             if last == "-" and not replace:
@@ -416,13 +388,13 @@ def _json_patch(doc: Any, ops: Any) -> Any:
                 else:
                     node.insert(int(last), value)
             else:
-                raise _ApiError(422, "Invalid", f'doc is missing path: "{path}"')
+                raise ApiError(422, "Invalid", f'doc is missing path: "{path}"')
         else:
-            raise _ApiError(422, "Invalid", f'doc is missing path: "{path}"')
+            raise ApiError(422, "Invalid", f'doc is missing path: "{path}"')
 
     for op in ops:
         if not isinstance(op, dict) or "op" not in op or "path" not in op:
-            raise _bad_request("json patch operations need 'op' and 'path'")
+            raise errors.bad_request("json patch operations need 'op' and 'path'")
         kind, path = op["op"], str(op["path"])
         if kind == "add":
             add(path, copy.deepcopy(op.get("value")), replace=False)
@@ -436,9 +408,9 @@ def _json_patch(doc: Any, ops: Any) -> Any:
             add(path, get(str(op.get("from", ""))), replace=False)
         elif kind == "test":
             if get(path) != op.get("value"):
-                raise _ApiError(422, "Invalid", f"testing value {path} failed")
+                raise ApiError(422, "Invalid", f"testing value {path} failed")
         else:
-            raise _bad_request(f'unexpected json patch operation "{kind}"')
+            raise errors.bad_request(f'unexpected json patch operation "{kind}"')
     return doc
 
 
@@ -591,7 +563,7 @@ class MetricsState:
         for raw in items if isinstance(items, list) else [obj]:
             try:
                 item = normalize(raw, None)
-            except _ApiError as exc:
+            except ApiError as exc:
                 raise ValueError(exc.message) from exc
             meta = item["metadata"]
             self._stores[kind][(meta["namespace"], meta["name"])] = item
@@ -632,7 +604,7 @@ class MetricsState:
         for raw in items:
             try:
                 item = normalize(raw, None)
-            except _ApiError as exc:
+            except ApiError as exc:
                 raise ValueError(exc.message) from exc
             meta = item["metadata"]
             key = (meta["namespace"], meta["name"])
@@ -680,7 +652,7 @@ class MetricsState:
         meta = self._meta(_POD_METRICS, raw, namespace, None)
         containers_raw = raw.get("containers") or []
         if not isinstance(containers_raw, list):
-            raise _bad_request("containers: expected a list")
+            raise errors.bad_request("containers: expected a list")
         containers = []
         for i, c in enumerate(containers_raw):
             c = _as_mapping(c, f"containers[{i}]")
@@ -699,7 +671,7 @@ class MetricsState:
             try:
                 window = format_go_duration(parse_go_duration(str(window)))
             except ValueError as exc:
-                raise _bad_request(f"window: {exc}") from exc
+                raise errors.bad_request(f"window: {exc}") from exc
         return {
             "metadata": meta,
             "timestamp": _canonical_time(raw.get("timestamp"), "timestamp"),
@@ -739,7 +711,7 @@ class MetricsState:
                     "Required value",
                 )
             if meta_ns and obj_ns != meta_ns:
-                raise _bad_request(
+                raise errors.bad_request(
                     f"describedObject.namespace ({obj_ns}) must be the namespace of the "
                     f"MetricValue ({meta_ns})"
                 )
@@ -923,13 +895,13 @@ class MetricsState:
                     continue
             items.append((obj_ns, described["name"], self._render_metric_value(item)))
         if not items and not wildcard:
-            raise _ApiError(
+            raise ApiError(
                 404,
                 "NotFound",
                 f"the server could not find the metric {metric} for {requested} {name}",
             )
         if not items and not known:
-            raise _ApiError(
+            raise ApiError(
                 404, "NotFound", f"the server could not find the metric {metric} for {requested}"
             )
         items.sort(key=lambda t: (t[0], t[1]))
@@ -1069,26 +1041,26 @@ class MetricsState:
         self, kind: _Kind, body: Any, namespace: str, name: str | None
     ) -> Mapping[str, Any]:
         if not isinstance(body, Mapping):
-            raise _bad_request("the body of the request must be a JSON object")
+            raise errors.bad_request("the body of the request must be a JSON object")
         api_version = body.get("apiVersion")
         if api_version and api_version != kind.api_version:
-            raise _bad_request(
+            raise errors.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API version ({kind.api_version})"
             )
         body_kind = body.get("kind")
         if body_kind and body_kind != kind.kind:
-            raise _bad_request(
+            raise errors.bad_request(
                 f"the kind in the data ({body_kind}) does not match the expected kind ({kind.kind})"
             )
         meta = body.get("metadata") or {}
         if not isinstance(meta, Mapping):
-            raise _bad_request("metadata: expected an object")
+            raise errors.bad_request("metadata: expected an object")
         if meta.get("namespace") and meta["namespace"] != namespace:
-            raise _bad_request(
+            raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
         if name is not None and meta.get("name") and meta["name"] != name:
-            raise _bad_request(
+            raise errors.bad_request(
                 "the name of the object ({}) does not match the name on the URL ({})".format(
                     meta["name"], name
                 )
@@ -1102,7 +1074,7 @@ class MetricsState:
         meta = item["metadata"]
         key = (namespace, meta["name"])
         if key in self._stores[kind]:
-            raise _ApiError(
+            raise ApiError(
                 409,
                 "AlreadyExists",
                 f'{kind.qualified} "{meta["name"]}" already exists',
@@ -1136,7 +1108,7 @@ class MetricsState:
         old_meta = old["metadata"]
         rv = (body.get("metadata") or {}).get("resourceVersion")
         if rv and old_meta.get("resourceVersion") and rv != old_meta["resourceVersion"]:
-            raise _ApiError(
+            raise ApiError(
                 409,
                 "Conflict",
                 f'Operation cannot be fulfilled on {kind.qualified} "{name}": the object has been modified; '
@@ -1346,11 +1318,11 @@ def _metric_labels(item: Mapping[str, Any]) -> dict[str, str]:
 
 def _int_field(value: Any, field: str) -> int:
     if isinstance(value, bool):
-        raise _bad_request(f"{field}: expected an integer")
+        raise errors.bad_request(f"{field}: expected an integer")
     try:
         return int(value)
     except (TypeError, ValueError) as exc:
-        raise _bad_request(f"{field}: expected an integer, got {value!r}") from exc
+        raise errors.bad_request(f"{field}: expected an integer, got {value!r}") from exc
 
 
 # --------------------------------------------------------------------------- discovery docs
@@ -1381,18 +1353,18 @@ def metrics_api_resource_lists(state: MetricsState) -> dict[str, dict[str, Any]]
 async def _read_body(request: web.Request) -> Any:
     raw = await request.read()
     if not raw:
-        raise _bad_request("the request body is empty")
+        raise errors.bad_request("the request body is empty")
     ctype = request.content_type
     try:
         if ctype in ("application/yaml", "application/apply-patch+yaml"):
             return yaml.safe_load(raw)
         return json.loads(raw)
     except (ValueError, yaml.YAMLError) as exc:
-        raise _bad_request(f"the body of the request could not be decoded: {exc}") from exc
+        raise errors.bad_request(f"the body of the request could not be decoded: {exc}") from exc
 
 
-def _method_not_allowed() -> _ApiError:
-    return _ApiError(
+def _method_not_allowed() -> ApiError:
+    return ApiError(
         405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
     )
 
@@ -1449,14 +1421,14 @@ async def _writable(
         elif ctype in ("application/merge-patch+json", "application/apply-patch+yaml"):
             patched = _merge_patch(current, patch)
         else:
-            raise _ApiError(
+            raise ApiError(
                 415,
                 "UnsupportedMediaType",
                 "the body of the request was in an unknown format - accepted media types include: "
                 "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
             )
         if not isinstance(patched, dict):
-            raise _bad_request("the patched object is not a JSON object")
+            raise errors.bad_request("the patched object is not a JSON object")
         body = state._check_body(kind, patched, namespace, name)
         out, _ = state._store_update(kind, body, namespace, name, dry_run, create=False)
         return _json(out)
@@ -1479,7 +1451,7 @@ async def _dispatch(state: MetricsState, group: str, request: web.Request) -> we
             raise _method_not_allowed()
         return _json(_group_document(group))
     if segments[0] != version:
-        raise _ApiError(404, "NotFound", "the server could not find the requested resource")
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
     if group in state.unavailable:
         return _unavailable_response()
     rest = segments[1:]
@@ -1491,7 +1463,7 @@ async def _dispatch(state: MetricsState, group: str, request: web.Request) -> we
     if method == "GET" and request.query.get("watch") in ("1", "t", "T", "true", "TRUE", "True"):
         # No metrics API implements watch (errors.NewMethodNotSupported).
         resource = rest[2] if rest[0] == "namespaces" and len(rest) > 2 else rest[0]
-        raise _ApiError(
+        raise ApiError(
             405,
             "MethodNotAllowed",
             f'watch is not supported on resources of kind "{resource}.{group}"',
@@ -1504,8 +1476,8 @@ async def _dispatch(state: MetricsState, group: str, request: web.Request) -> we
     return await _dispatch_external(state, request, rest)
 
 
-def _not_served() -> _ApiError:
-    return _ApiError(404, "NotFound", "the server could not find the requested resource")
+def _not_served() -> ApiError:
+    return ApiError(404, "NotFound", "the server could not find the requested resource")
 
 
 async def _dispatch_resource_metrics(
@@ -1641,7 +1613,7 @@ def register_metrics_routes(app: web.Application, state: MetricsState) -> None:
         async def handler(request: web.Request, group: str = group) -> web.Response:
             try:
                 return await _dispatch(state, group, request)
-            except _ApiError as err:
+            except ApiError as err:
                 return _error_response(err)
 
         async def openapi(request: web.Request, group: str = group) -> web.Response:
