@@ -549,6 +549,14 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
     devnull.close()
 
 
+def _recv(conn: Connection, proc: multiprocessing.Process, what: str) -> Any:
+    """The child's answer; fail (instead of hanging) if the child died first."""
+    while not conn.poll(1.0):
+        if not proc.is_alive():
+            raise SystemExit(f"{what} process exited with code {proc.exitcode}")
+    return conn.recv()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--hpas", type=int, default=10_000)
@@ -593,9 +601,11 @@ def main() -> None:
 
     parent, child = multiprocessing.Pipe()
     t0 = time.perf_counter()
-    emu = multiprocessing.Process(target=serve, args=(child, args.hpas, per_ns, args.pods))
+    emu = multiprocessing.Process(
+        target=serve, args=(child, args.hpas, per_ns, args.pods), daemon=True
+    )
     emu.start()
-    url, load_s = parent.recv()
+    url, load_s = _recv(parent, emu, "emulator")
     n_pods = args.hpas * args.pods
     print(
         f"emulator: child process pid {emu.pid}, {args.hpas} HPAs + Deployments, {n_pods} pods "
@@ -605,9 +615,9 @@ def main() -> None:
     try:
         t0 = time.perf_counter()
         wp, wc = multiprocessing.Pipe()
-        w = multiprocessing.Process(target=warm_up, args=(url, args.run_argv, wc))
+        w = multiprocessing.Process(target=warm_up, args=(url, args.run_argv, wc), daemon=True)
         w.start()
-        synced, written = wp.recv()
+        synced, written = _recv(wp, w, "warm-up")
         w.join(60)
         print(
             f"warm-up: child process, no rate limit: {synced} HPAs synced, {written} statuses "
