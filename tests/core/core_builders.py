@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -93,7 +94,7 @@ def raw_hpa(
     if min_replicas is not None:
         spec["minReplicas"] = min_replicas
     if behavior is not None:
-        spec["behavior"] = dict(behavior)
+        spec["behavior"] = copy.deepcopy(dict(behavior))
     out: dict[str, Any] = {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
@@ -107,7 +108,7 @@ def raw_hpa(
         "spec": spec,
     }
     if status is not None:
-        out["status"] = dict(status)
+        out["status"] = copy.deepcopy(dict(status))
     return out
 
 

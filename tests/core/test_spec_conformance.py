@@ -20,6 +20,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core_builders import cpu as cpu_util
+from core_builders import external, pods_metric, raw_hpa
+from core_builders import obj as object_metric
+
 from hpactl.core.decide import (
     CoreConfig,
     Outcome,
@@ -54,93 +58,13 @@ def ts(t: float) -> str:
 # ---------------------------------------------------------------------- raw objects
 
 
-def raw_hpa(
-    metrics: Sequence[Mapping[str, Any]],
-    *,
-    min_replicas: int | None = 1,
-    max_replicas: int = 10,
-    behavior: Mapping[str, Any] | None = None,
-    status: Mapping[str, Any] | None = None,
-    name: str = "web",
-    generation: int = 1,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-        "maxReplicas": max_replicas,
-        "metrics": [dict(m) for m in metrics],
-    }
-    if min_replicas is not None:
-        spec["minReplicas"] = min_replicas
-    if behavior is not None:
-        spec["behavior"] = copy.deepcopy(dict(behavior))
-    out: dict[str, Any] = {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {
-            "namespace": NS,
-            "name": name,
-            "uid": "3f1c",
-            "generation": generation,
-            "resourceVersion": "100",
-        },
-        "spec": spec,
-    }
-    if status is not None:
-        out["status"] = copy.deepcopy(dict(status))
-    return out
-
-
-def cpu_util(target: int = 50) -> dict[str, Any]:
-    return {
-        "type": "Resource",
-        "resource": {
-            "name": "cpu",
-            "target": {"type": "Utilization", "averageUtilization": target},
-        },
-    }
-
-
 def ext_avg(name: str = "q", average: str = "1") -> dict[str, Any]:
     """External AverageValue: proposal = ceil(sum / average) when outside tolerance."""
-    return {
-        "type": "External",
-        "external": {
-            "metric": {"name": name},
-            "target": {"type": "AverageValue", "averageValue": average},
-        },
-    }
+    return external(name, value=None, average=average)
 
 
 def ext_value_metric(name: str = "q", value: str = "10") -> dict[str, Any]:
-    return {
-        "type": "External",
-        "external": {"metric": {"name": name}, "target": {"type": "Value", "value": value}},
-    }
-
-
-def object_metric(name: str = "rps", value: str = "10") -> dict[str, Any]:
-    return {
-        "type": "Object",
-        "object": {
-            "describedObject": {
-                "apiVersion": "networking.k8s.io/v1",
-                "kind": "Ingress",
-                "name": "main",
-            },
-            "metric": {"name": name},
-            "target": {"type": "Value", "value": value},
-        },
-    }
-
-
-def pods_metric(name: str = "qps", average: str = "10") -> dict[str, Any]:
-    return {
-        "type": "Pods",
-        "pods": {
-            "metric": {"name": name},
-            "target": {"type": "AverageValue", "averageValue": average},
-        },
-    }
+    return external(name, value)
 
 
 def raw_pod(
