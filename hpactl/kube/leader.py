@@ -201,13 +201,13 @@ class LeaderElector:
                     timeout=t,
                 )
             except KubeError as exc:
-                log.info("error initially creating lease lock: %s", exc)
+                log.error("error initially creating lease lock: %s", exc)
                 return False
             self._lease = created
             self._observe(created.get("spec") or desired, _rv(created))
             return True
         except KubeError as exc:
-            log.info("error retrieving resource lock %s/%s: %s", self.namespace, self.name, exc)
+            log.error("error retrieving resource lock %s/%s: %s", self.namespace, self.name, exc)
             return False
 
         old = lease.get("spec") or {}

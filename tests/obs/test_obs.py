@@ -143,3 +143,19 @@ async def test_server_serves_metrics_and_probes() -> None:
         ]
         == 5.0
     )
+
+
+def test_stdlib_logging_goes_through_the_same_renderer() -> None:
+    import logging
+
+    out = io.StringIO()
+    configure_logging("json", 0, stream=out)
+    configure_logging("json", 0, stream=out)  # reconfiguring does not duplicate lines
+    logging.getLogger("hpactl.kube.leader").error("error retrieving resource lock %s", "ns/x")
+    logging.getLogger("some.lib").debug("hidden at -v=0")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(lines) == 1
+    assert lines[0]["event"] == "error retrieving resource lock ns/x"
+    assert lines[0]["level"] == "error"
+    assert lines[0]["logger"] == "hpactl.kube.leader"
+    assert "ts" in lines[0]
