@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from support.objects import cpu_hpa
+
 from hpactl.model.times import format_time
 
 Obj = dict[str, Any]
@@ -71,25 +73,16 @@ def hpa(
     kind: str = "Deployment",
     api_version: str = "apps/v1",
 ) -> Obj:
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": target},
-            "minReplicas": min_replicas,
-            "maxReplicas": max_replicas,
-            "metrics": [
-                {
-                    "type": "Resource",
-                    "resource": {
-                        "name": "cpu",
-                        "target": {"type": "Utilization", "averageUtilization": utilization},
-                    },
-                }
-            ],
-        },
-    }
+    return cpu_hpa(
+        name,
+        namespace=ns,
+        target=target,
+        kind=kind,
+        api_version=api_version,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        utilization=utilization,
+    )
 
 
 def workload(emu: Any, name: str, replicas: int, now: datetime, ns: str = "default") -> list[str]:

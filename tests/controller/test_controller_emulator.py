@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
+from support.objects import scale_crd
 
 from hpactl.clock import VirtualClock
 from hpactl.config import ClientConnectionConfig, ControllerConfig
@@ -305,32 +306,7 @@ async def test_malformed_hpa_gets_a_warning_and_others_still_sync(env: Env) -> N
     assert events(env.emu, reason="InvalidHPA")[0]["count"] == 1
 
 
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "workers.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "workers", "singular": "worker", "kind": "Worker"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {"openAPIV3Schema": {"type": "object"}},
-                "subresources": {
-                    "status": {},
-                    "scale": {
-                        "specReplicasPath": ".spec.replicas",
-                        "statusReplicasPath": ".status.replicas",
-                        "labelSelectorPath": ".status.selector",
-                    },
-                },
-            }
-        ],
-    },
-}
+CRD = scale_crd("workers", "Worker", preserve_unknown_fields=False)
 
 
 async def test_custom_resource_is_scaled_through_its_scale_subresource(env: Env) -> None:

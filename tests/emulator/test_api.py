@@ -7,6 +7,7 @@ import copy
 from collections.abc import AsyncIterator
 
 import pytest
+from support.objects import scale_crd
 
 from hpactl.emulator import Emulator
 
@@ -530,42 +531,13 @@ async def test_scale_subresource_builtin_kinds(http: Http) -> None:
     assert code == 422
 
 
-CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "workers.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "workers",
-            "singular": "worker",
-            "kind": "Worker",
-            "shortNames": ["wk"],
-        },
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-                "subresources": {
-                    "status": {},
-                    "scale": {
-                        "specReplicasPath": ".spec.size",
-                        "statusReplicasPath": ".status.size",
-                        "labelSelectorPath": ".status.selector",
-                    },
-                },
-            }
-        ],
-    },
-}
+CRD = scale_crd(
+    "workers",
+    "Worker",
+    short_names=("wk",),
+    replicas_path=".spec.size",
+    status_replicas_path=".status.size",
+)
 
 
 async def test_crd_registers_resource_with_scale(http: Http) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.objects import cpu_hpa, scale_crd
 
 from hpactl.emulator import Emulator
 from hpactl.emulator.faults import FaultInjector
@@ -36,25 +37,7 @@ def deployment(name: str = "web", replicas: int = 3) -> dict[str, Any]:
 
 
 def hpa(name: str = "web") -> dict[str, Any]:
-    return {
-        "apiVersion": "autoscaling/v2",
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-            "minReplicas": 1,
-            "maxReplicas": 10,
-            "metrics": [
-                {
-                    "type": "Resource",
-                    "resource": {
-                        "name": "cpu",
-                        "target": {"type": "Utilization", "averageUtilization": 50},
-                    },
-                }
-            ],
-        },
-    }
+    return cpu_hpa(name)
 
 
 @pytest.fixture
@@ -205,39 +188,6 @@ async def test_metrics_api_503_text(emulator: Emulator, session: KubeSession) ->
     )
 
 
-def crd() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                    "subresources": {
-                        "scale": {
-                            "specReplicasPath": ".spec.replicas",
-                            "statusReplicasPath": ".status.replicas",
-                            "labelSelectorPath": ".status.selector",
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 async def test_restmapper_refreshes_on_miss_and_scales_custom_resources(
     emulator: Emulator, session: KubeSession
 ) -> None:
@@ -245,7 +195,7 @@ async def test_restmapper_refreshes_on_miss_and_scales_custom_resources(
     mapper = RestMapper(session, ttl=60.0, monotonic=lambda: t[0])
     with pytest.raises(NoKindMatchError):
         await mapper.mappings("example.com", "Widget")
-    emulator.store.create(crd())
+    emulator.store.create(scale_crd("widgets", "Widget", status_subresource=False))
     # a miss re-reads discovery at once, without waiting for the TTL
     m = await mapper.mapping("example.com", "Widget")
     assert (m.resource, m.version, m.has_scale) == ("widgets", "v1", True)

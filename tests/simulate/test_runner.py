@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.objects import scale_crd
 
 from hpactl.simulate.runner import Simulation, StepResult
 from hpactl.simulate.scenario import ScenarioError, parse_scenario
@@ -280,37 +281,7 @@ async def test_flags_reach_the_controller() -> None:
 
 
 async def test_custom_resource_target() -> None:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "workers.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "workers", "singular": "worker", "kind": "Worker"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                    "subresources": {
-                        "status": {},
-                        "scale": {
-                            "specReplicasPath": ".spec.replicas",
-                            "statusReplicasPath": ".status.replicas",
-                            "labelSelectorPath": ".status.selector",
-                        },
-                    },
-                }
-            ],
-        },
-    }
+    crd = scale_crd("workers", "Worker")
     cr = {
         "apiVersion": "example.com/v1",
         "kind": "Worker",

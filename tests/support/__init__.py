@@ -1,0 +1,1 @@
+"""Builders shared by several test packages (``from support.objects import ...``)."""
