@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import aiohttp
+from kubernetes_asyncio.client import ApiClient
 
 from hpactl.emulator import Emulator
 
@@ -84,6 +85,34 @@ class Http:
                     if len(events) >= max_events:
                         break
         return events
+
+
+async def api_json(
+    api: ApiClient,
+    path: str,
+    method: str = "GET",
+    *,
+    query: dict[str, str] | None = None,
+    body: Any = None,
+    bearer: bool = False,
+) -> tuple[int, Any]:
+    """A request through kubernetes_asyncio's ApiClient (as the controller's clients
+    make them): the status and the JSON body (or the text when it is not JSON)."""
+    resp = await api.call_api(
+        path,
+        method,
+        query_params=list((query or {}).items()),
+        header_params={"Accept": "application/json", "Content-Type": "application/json"},
+        body=body,
+        auth_settings=["BearerToken"] if bearer else None,
+        _preload_content=False,
+        _request_timeout=10,
+    )
+    text = await resp.text()
+    try:
+        return resp.status, json.loads(text)
+    except ValueError:
+        return resp.status, text
 
 
 def deployment(

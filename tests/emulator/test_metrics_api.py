@@ -24,6 +24,8 @@ from hpactl.emulator.metrics_api import (
     register_metrics_routes,
 )
 
+from .helpers import api_json
+
 START = datetime(2026, 1, 1, tzinfo=UTC)
 M = "/apis/metrics.k8s.io/v1beta1"
 C = "/apis/custom.metrics.k8s.io/v1beta2"
@@ -43,20 +45,7 @@ class Served:
         self, path: str, method: str = "GET", query: dict[str, str] | None = None, body: Any = None
     ) -> tuple[int, Any]:
         """A request through kubernetes_asyncio, as the controller's metrics client does."""
-        resp = await self.api.call_api(
-            path,
-            method,
-            query_params=list((query or {}).items()),
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
-            body=body,
-            _preload_content=False,
-            _request_timeout=10,
-        )
-        text = await resp.text()
-        try:
-            return resp.status, json.loads(text)
-        except ValueError:
-            return resp.status, text
+        return await api_json(self.api, path, method, query=query, body=body)
 
     async def raw(
         self,

@@ -14,6 +14,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from hpactl.emulator import Emulator
 
+from .helpers import api_json
+
 SA_USER = "system:serviceaccount:hpactl:controller"
 
 ROLE = {
@@ -54,20 +56,7 @@ def _client(emu: Emulator, token: str) -> ApiClient:
 
 
 async def _raw(api: ApiClient, path: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
-    resp = await api.call_api(
-        path,
-        method,
-        header_params={"Accept": "application/json", "Content-Type": "application/json"},
-        body=body,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-        _request_timeout=10,
-    )
-    text = await resp.text()
-    try:
-        return resp.status, json.loads(text)
-    except ValueError:
-        return resp.status, text
+    return await api_json(api, path, method, body=body, bearer=True)
 
 
 async def test_service_account_gets_what_its_role_grants(emu: Emulator) -> None:
