@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from typing import Any
 
 import structlog
 
@@ -140,8 +141,9 @@ async def _serve(
             await elector.run()
 
     if le.leader_elect:
+        assert app.session is not None  # open inside `async with ControllerApp`
         elector = LeaderElector(
-            app.session,  # type: ignore[arg-type]
+            app.session,
             namespace=le.resource_namespace,
             name=le.resource_name,
             identity=identity,
@@ -162,9 +164,9 @@ async def _serve(
     else:
         started()
 
-    waits: set[asyncio.Future[object]] = {stopper}  # type: ignore[arg-type]
+    waits: set[asyncio.Future[Any]] = {stopper}
     if elector_task is not None:
-        waits.add(elector_task)  # type: ignore[arg-type]
+        waits.add(elector_task)
     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     code = 0
     if elector_task is not None and elector_task.done() and not stop.is_set():

@@ -33,6 +33,7 @@ from hpactl.model.metrics import (
     PodMetricsInfo,
 )
 from hpactl.model.pod import PodView, is_pod_ready_running
+from hpactl.model.selectors import selector_from_label_selector
 
 __all__ = [
     "GO_ZERO_TIME",
@@ -793,14 +794,6 @@ class ReplicaCalculator:
 def _check_metric_selector(metric_selector: Mapping[str, Any] | None) -> None:
     """Go ``metav1.LabelSelectorAsSelector`` on the metric selector; its error is returned raw."""
     if metric_selector is None:
-        return
-    try:
-        from hpactl.model.selectors import (  # type: ignore[import-not-found,unused-ignore]
-            selector_from_label_selector,
-        )
-    except ImportError:  # pragma: no cover - the selectors leaf is delivered separately
-        # API validation already rejects invalid metric selectors; only this rare
-        # error text is lost without the module.
         return
     try:
         selector_from_label_selector(metric_selector)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 __all__ = [
     "FieldRequirement",
@@ -261,7 +261,7 @@ class Requirement:
                 errs.append(_invalid(f"values[{i}][{key}]", _go_quote(v), "; ".join(val_errs)))
         if errs:
             raise ValueError(_aggregate(errs))
-        return cls(key, operator, vals)  # type: ignore[arg-type]
+        return cls(key, cast(Operator, operator), vals)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         op = self.operator
