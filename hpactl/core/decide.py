@@ -406,10 +406,6 @@ class Plan:
     error_is_spec: bool = False
     selector: Selector | None = None
 
-    @property
-    def original_status(self) -> HPAStatus:
-        return self.hpa.status
-
 
 @dataclass(frozen=True, slots=True)
 class ScaleWriteResult:

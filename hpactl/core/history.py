@@ -61,10 +61,6 @@ class History:
     scale_up_events: tuple[ScaleEvent, ...] = ()
     scale_down_events: tuple[ScaleEvent, ...] = ()
 
-    @property
-    def is_empty(self) -> bool:
-        return not self.recommendations and not self.scale_up_events and not self.scale_down_events
-
 
 def in_window(ts: datetime, cutoff: datetime) -> bool:
     """Go ``ts.After(cutoff)`` as a real, slightly later clock would see it (strict)."""

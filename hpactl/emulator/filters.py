@@ -122,12 +122,6 @@ class FieldSelector:
                 return False
         return True
 
-    def exact_name(self) -> str | None:
-        for r in self.requirements:
-            if r.field == "metadata.name" and r.op == "=":
-                return r.value
-        return None
-
 
 def _split_terms(text: str) -> list[str]:
     terms, cur, esc = [], [], False

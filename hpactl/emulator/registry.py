@@ -7,7 +7,6 @@ shape the store keeps the object (autoscaling/v2 for HPAs, v1 for core Events).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -439,7 +438,3 @@ def crd_resource_types(crd: dict[str, object]) -> list[ResourceType]:
             )
         )
     return out
-
-
-def with_version(rt: ResourceType, version: str) -> ResourceType:
-    return dataclasses.replace(rt, version=version)

@@ -191,9 +191,6 @@ class Store:
         t = self._tables.get(key)
         return t.count if t else 0
 
-    def namespaces_in_use(self) -> set[str]:
-        return {ns for t in self._tables.values() for ns, names in t.by_ns.items() if names}
-
     # ---- commit -------------------------------------------------------------------
 
     def _next_rv(self) -> int:

@@ -105,10 +105,6 @@ class SimClock:
         self._mono0 = 0.0
         self._real0 = 0.0
 
-    @property
-    def is_real(self) -> bool:
-        return self._anchor is not None
-
     def go_real(self) -> None:
         if self._anchor is None:
             self._anchor = self.virtual.now()
