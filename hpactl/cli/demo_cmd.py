@@ -14,8 +14,9 @@ import asyncio
 import contextlib
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hpactl.cli.simulate_cmd import (
     error,
@@ -25,6 +26,10 @@ from hpactl.cli.simulate_cmd import (
     render_outputs,
 )
 
+if TYPE_CHECKING:  # the simulator loads lazily (the CLI starts fast)
+    from hpactl.simulate.runner import StepResult
+    from hpactl.simulate.scenario import Scenario
+
 PROG = "hpactl demo"
 DEFAULT_PLOT = "hpactl-demo.html"
 
@@ -32,7 +37,9 @@ DEFAULT_PLOT = "hpactl-demo.html"
 class Progress:
     """One stderr line, rewritten in place (at most ~10 times a second)."""
 
-    def __init__(self, total: int, start: Any, stream: TextIO, *, enabled: bool = True) -> None:
+    def __init__(
+        self, total: int, start: datetime, stream: TextIO, *, enabled: bool = True
+    ) -> None:
         self.total = total
         self.start = start
         self.stream = stream
@@ -40,7 +47,7 @@ class Progress:
         self._last = 0.0
         self._width = 0
 
-    def __call__(self, result: Any) -> None:
+    def __call__(self, result: StepResult) -> None:
         from hpactl.simulate.output import format_offset
 
         if not self.enabled:
@@ -70,7 +77,7 @@ class Progress:
             self.stream.flush()
 
 
-async def _demo(args: argparse.Namespace, scenario: Any, until: float | None) -> int:
+async def _demo(args: argparse.Namespace, scenario: Scenario, until: float | None) -> int:
     from hpactl.simulate.runner import Simulation
 
     timeline = [t for t in scenario.timeline() if until is None or t[2] <= until]

@@ -12,8 +12,13 @@ import asyncio
 import io
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:  # the simulator loads lazily (the CLI starts fast)
+    from hpactl.simulate.runner import StepResult
+    from hpactl.simulate.scenario import Scenario
 
 PROG = "hpactl simulate"
 
@@ -37,8 +42,8 @@ def quiet_logging(verbose: bool = False) -> None:
 
 
 def render_outputs(
-    sim_results: Any,
-    scenario: Any,
+    sim_results: Sequence[StepResult],
+    scenario: Scenario,
     *,
     output: str,
     plot: str | None,
@@ -77,15 +82,15 @@ def render_outputs(
 
 
 async def simulate(
-    scenario: Any,
+    scenario: Scenario,
     *,
     output: str,
     out: TextIO,
-) -> list[Any]:
+) -> list[StepResult]:
     from hpactl.simulate.output import jsonl_line
     from hpactl.simulate.runner import Simulation
 
-    def on_step(r: Any) -> None:
+    def on_step(r: StepResult) -> None:
         if output == "jsonl":
             out.write(jsonl_line(r) + "\n")
             out.flush()
@@ -141,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
         return error(str(exc))
     quiet_logging(args.verbose)
     out = sys.stdout
-    results: list[Any] = []
+    results: list[StepResult] = []
     try:
         results = asyncio.run(simulate(scenario, output=args.output, out=out))
     except ScenarioError as exc:
