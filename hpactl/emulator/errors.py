@@ -99,6 +99,16 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
+def parse_resource_version(text: str) -> int:
+    """A list's or watch's resourceVersion parameter; 400 like the API when not a number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise bad_request(
+            f'resourceVersion: Invalid value: "{text}": must be a valid resource version'
+        ) from None
+
+
 def method_not_allowed(
     message: str = "the server does not allow this method on the requested resource",
 ) -> ApiError:

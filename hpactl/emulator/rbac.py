@@ -416,8 +416,10 @@ class Authorizer:
 # --------------------------------------------------------------------------- request info
 
 _SPECIAL_VERBS = frozenset({"proxy", "watch"})
-_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
-_VERB_BY_METHOD = {
+# Namespace subresources (not a resource inside the namespace) and the verb of each
+# HTTP method, as RequestInfoFactory has them (the server resolves paths alike).
+NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+VERB_BY_METHOD = {
     "POST": "create",
     "GET": "get",
     "HEAD": "get",
@@ -459,7 +461,7 @@ def request_attributes(
     method = method.upper()
     # Non-resource requests keep the lower-cased HTTP method as their verb ("post").
     non_resource = RequestAttributes(resource_request=False, verb=method.lower(), path=path)
-    verb = _VERB_BY_METHOD.get(method, method.lower())
+    verb = VERB_BY_METHOD.get(method, method.lower())
     parts = [p for p in path.strip("/").split("/")] if path.strip("/") else []
     if not parts or parts[0] not in ("api", "apis"):
         return non_resource
@@ -482,7 +484,7 @@ def request_attributes(
     namespace = ""
     if current[0] == "namespaces" and len(current) > 1:
         namespace = current[1]
-        if len(current) > 2 and current[2] not in _NAMESPACE_SUBRESOURCES:
+        if len(current) > 2 and current[2] not in NAMESPACE_SUBRESOURCES:
             current = current[2:]
     resource = current[0] if current else ""
     name = current[1] if len(current) > 1 else ""

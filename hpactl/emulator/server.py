@@ -26,7 +26,7 @@ from hpactl.emulator.filters import (
     parse_field_selector,
     parse_label_selector,
 )
-from hpactl.emulator.rbac import RequestAttributes
+from hpactl.emulator.rbac import NAMESPACE_SUBRESOURCES, VERB_BY_METHOD, RequestAttributes
 from hpactl.emulator.registry import Registry, ResourceType, crd_resource_types
 from hpactl.emulator.store import (
     Entry,
@@ -76,14 +76,6 @@ def _split(method: str, path: str, query: Any) -> tuple[RequestAttributes, int]:
     """RequestInfoFactory.NewRequestInfo; also returns how many resource parts followed."""
     method = method.upper()
     parts = [p for p in path.split("/") if p]
-    verb_by_method = {
-        "POST": "create",
-        "GET": "get",
-        "HEAD": "get",
-        "PUT": "update",
-        "PATCH": "patch",
-        "DELETE": "delete",
-    }
     non_resource = RequestAttributes(False, method.lower(), path)
     if not parts or parts[0] not in ("api", "apis"):
         return non_resource, 0
@@ -95,7 +87,7 @@ def _split(method: str, path: str, query: Any) -> tuple[RequestAttributes, int]:
         if len(parts) < 4:
             return non_resource, 0
         group, version, rest = parts[1], parts[2], parts[3:]
-    verb = verb_by_method.get(method, method.lower())
+    verb = VERB_BY_METHOD.get(method, method.lower())
     if rest[0] == "watch":  # deprecated /watch/ prefix paths
         verb = "watch"
         rest = rest[1:]
@@ -104,7 +96,7 @@ def _split(method: str, path: str, query: Any) -> tuple[RequestAttributes, int]:
     namespace = ""
     if rest[0] == "namespaces" and len(rest) > 1:
         namespace = rest[1]
-        if len(rest) > 2 and rest[2] not in ("status", "finalize"):
+        if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
             rest = rest[2:]
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
@@ -678,12 +670,7 @@ class ApiServer:
             entries = self.store.snapshot(key, ns, at_rv, after=start_after)
             list_rv = at_rv
         elif rv_param and rv_param != "0":
-            try:
-                want = int(rv_param)
-            except ValueError:
-                raise errors.bad_request(
-                    f'resourceVersion: Invalid value: "{rv_param}": must be a valid resource version'
-                ) from None
+            want = errors.parse_resource_version(rv_param)
             exact = match == "Exact" or (not match and limit > 0)
             if want > current:
                 raise errors.ApiError(

@@ -101,12 +101,7 @@ async def serve_watch(
                 raise errors.bad_request(f'resourceVersion: Invalid value: "{rv_param}"') from None
         initial = list(server.store.iter_entries(key, ns))
     else:
-        try:
-            want = int(rv_param)
-        except ValueError:
-            raise errors.bad_request(
-                f'resourceVersion: Invalid value: "{rv_param}": must be a valid resource version'
-            ) from None
+        want = errors.parse_resource_version(rv_param)
         if server.store.too_old(key, want):
             gone_msg = f"too old resource version: {want} ({server.store.oldest_available(key)})"
         else:
