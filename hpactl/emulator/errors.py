@@ -77,6 +77,20 @@ def conflict(group: str, plural: str, name: str) -> ApiError:
     )
 
 
+def precondition_failed(
+    group: str, plural: str, name: str, field: str, wanted: object, actual: object
+) -> ApiError:
+    """409 for a delete whose UID / ResourceVersion precondition does not hold."""
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {_qualified(group, plural)} "{name}": '
+        f"Precondition failed: {field} in precondition: {wanted}, "
+        f"{field} in object meta: {actual}",
+        _details(name, group, plural),
+    )
+
+
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
     """422 Invalid. causes: (field, reason type e.g. FieldValueRequired, message)."""
     gk = f"{kind}.{group}" if group else kind

@@ -387,26 +387,17 @@ class Store:
             raise errors.not_found(rt.group, rt.plural, name)
         meta = old.obj["metadata"]
         if precondition_uid and precondition_uid != meta.get("uid"):
-            raise errors.ApiError(
-                409,
-                "Conflict",
-                f'Operation cannot be fulfilled on {rt.group_resource} "{name}": '
-                f"Precondition failed: UID in precondition: {precondition_uid}, "
-                f"UID in object meta: {meta.get('uid')}",
-                {"name": name, "group": rt.group, "kind": rt.plural}
-                if rt.group
-                else {"name": name, "kind": rt.plural},
+            raise errors.precondition_failed(
+                rt.group, rt.plural, name, "UID", precondition_uid, meta.get("uid")
             )
         if precondition_rv and precondition_rv != meta.get("resourceVersion"):
-            raise errors.ApiError(
-                409,
-                "Conflict",
-                f'Operation cannot be fulfilled on {rt.group_resource} "{name}": '
-                f"Precondition failed: ResourceVersion in precondition: {precondition_rv}, "
-                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
-                {"name": name, "group": rt.group, "kind": rt.plural}
-                if rt.group
-                else {"name": name, "kind": rt.plural},
+            raise errors.precondition_failed(
+                rt.group,
+                rt.plural,
+                name,
+                "ResourceVersion",
+                precondition_rv,
+                meta.get("resourceVersion"),
             )
         if dry_run:
             return old, True
