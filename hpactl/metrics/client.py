@@ -270,18 +270,11 @@ class RestMetricsClient:
     async def list_pods_custom_metric(
         self, namespace: str, metric_name: str, selector: str, metric_selector: str
     ) -> list[dict[str, Any]]:
-        q: dict[str, str] = {}
-        if selector:
-            q["labelSelector"] = selector
-        if metric_selector:
-            q["metricLabelSelector"] = metric_selector
-        out = await get_json(
-            self._s,
+        return await self._items(
             f"{CUSTOM_METRICS_PREFIX}/namespaces/{_seg(namespace)}/pods/*/{_seg(metric_name)}",
-            query=q,
-            timeout=self.timeout,
+            labelSelector=selector,
+            metricLabelSelector=metric_selector,
         )
-        return list(out.get("items") or [])
 
     # -- MetricsClient ---------------------------------------------------------------
     async def get_resource_metric(
@@ -312,9 +305,6 @@ class RestMetricsClient:
         metric_selector: str,
     ) -> list[dict[str, Any]]:
         group = group_of(object_ref.api_version)
-        q: dict[str, str] = {}
-        if metric_selector:
-            q["metricLabelSelector"] = metric_selector
         if object_ref.kind == "Namespace" and group == "":
             # Root-scoped: the namespace itself (the reference's name is ignored).
             path = (
@@ -331,21 +321,20 @@ class RestMetricsClient:
                 f"{CUSTOM_METRICS_PREFIX}/namespaces/{_seg(namespace)}/{gr}/"
                 f"{_seg(object_ref.name)}/{_seg(metric_name)}"
             )
-        out = await get_json(self._s, path, query=q, timeout=self.timeout)
-        return list(out.get("items") or [])
+        return await self._items(path, metricLabelSelector=metric_selector)
 
     async def list_external_metric(
         self, metric_name: str, namespace: str, selector: str
     ) -> list[dict[str, Any]]:
-        q: dict[str, str] = {}
-        if selector:
-            q["labelSelector"] = selector
-        out = await get_json(
-            self._s,
+        return await self._items(
             f"{EXTERNAL_METRICS_PREFIX}/namespaces/{_seg(namespace)}/{_seg(metric_name)}",
-            query=q,
-            timeout=self.timeout,
+            labelSelector=selector,
         )
+
+    async def _items(self, path: str, **query: str) -> list[dict[str, Any]]:
+        """GET a metrics list; empty query parameters are left out."""
+        q = {k: v for k, v in query.items() if v}
+        out = await get_json(self._s, path, query=q, timeout=self.timeout)
         return list(out.get("items") or [])
 
     async def _group_resource(self, group: str, kind: str) -> str:
