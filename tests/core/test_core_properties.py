@@ -55,32 +55,15 @@ behavior_st = st.one_of(
     st.fixed_dictionaries({}, optional={"scaleUp": rules_st(), "scaleDown": rules_st()}),
 )
 
+_recent_st = st.integers(0, 900).map(lambda s: NOW - timedelta(seconds=s))
+_scale_events_st = st.lists(st.builds(ScaleEvent, st.integers(1, 20), _recent_st), max_size=4).map(
+    tuple
+)
 history_st = st.builds(
     History,
-    st.lists(
-        st.builds(
-            Recommendation,
-            st.integers(0, 100),
-            st.integers(0, 900).map(lambda s: NOW - timedelta(seconds=s)),
-        ),
-        max_size=8,
-    ).map(tuple),
-    st.lists(
-        st.builds(
-            ScaleEvent,
-            st.integers(1, 20),
-            st.integers(0, 900).map(lambda s: NOW - timedelta(seconds=s)),
-        ),
-        max_size=4,
-    ).map(tuple),
-    st.lists(
-        st.builds(
-            ScaleEvent,
-            st.integers(1, 20),
-            st.integers(0, 900).map(lambda s: NOW - timedelta(seconds=s)),
-        ),
-        max_size=4,
-    ).map(tuple),
+    st.lists(st.builds(Recommendation, st.integers(0, 100), _recent_st), max_size=8).map(tuple),
+    _scale_events_st,
+    _scale_events_st,
 )
 
 
