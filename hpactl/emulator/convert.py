@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import importlib
 from typing import Any
 
 from hpactl.emulator.registry import ResourceType
+from hpactl.model.conversion import default_hpa_v2, hpa_v1_to_v2, hpa_v2_to_v1
 
 Obj = dict[str, Any]
 
@@ -29,16 +29,12 @@ _EVENT_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _hpa_module() -> Any:
-    return importlib.import_module("hpactl.model.conversion")
-
-
 def to_storage(rt: ResourceType, obj: Obj) -> Obj:
     """Convert an object of served version `rt.version` to the storage version."""
     if rt.version == rt.stored_version:
         return obj
     if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
-        out: Obj = _hpa_module().hpa_v1_to_v2(obj)
+        out: Obj = hpa_v1_to_v2(obj)
         out["apiVersion"] = "autoscaling/v2"
         out["kind"] = "HorizontalPodAutoscaler"
         return out
@@ -56,7 +52,7 @@ def from_storage(rt: ResourceType, obj: Obj) -> Obj:
     if rt.version == rt.stored_version:
         return obj
     if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
-        out: Obj = _hpa_module().hpa_v2_to_v1(obj)
+        out: Obj = hpa_v2_to_v1(obj)
         out["apiVersion"] = "autoscaling/v1"
         out["kind"] = "HorizontalPodAutoscaler"
         return out
@@ -120,10 +116,7 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
     if rt.custom:
         return
     if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
-        try:
-            defaulted = _hpa_module().default_hpa_v2(obj)
-        except ImportError:  # conversion module not present yet: store as given
-            return
+        defaulted = default_hpa_v2(obj)
         if defaulted is not obj:
             obj.clear()
             obj.update(defaulted)
