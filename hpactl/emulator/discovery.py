@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from hpactl.emulator import errors
+from hpactl.emulator.metrics_api import METRICS_GROUPS
 from hpactl.emulator.store import dumps
 
 if TYPE_CHECKING:
@@ -95,14 +96,9 @@ def _group(server: ApiServer, group: str) -> Obj:
 
 def _resources(server: ApiServer, group: str, version: str) -> list[Obj]:
     metrics = server.hooks.metrics
-    if metrics is not None and hasattr(metrics, "resource_list"):
-        try:
-            from hpactl.emulator.metrics_api import METRICS_GROUPS
-        except ImportError:
-            METRICS_GROUPS = {}
-        if METRICS_GROUPS.get(group) == version:
-            lst: Obj = metrics.resource_list(group)
-            return _resource_discovery(list(lst.get("resources") or []))
+    if metrics is not None and METRICS_GROUPS.get(group) == version:
+        lst: Obj = metrics.resource_list(group)
+        return _resource_discovery(list(lst.get("resources") or []))
     return _resource_discovery(list(server._resource_list(group, version)["resources"]))
 
 

@@ -17,6 +17,8 @@ import yaml
 from aiohttp import web
 
 from hpactl.emulator.convert import default_object, to_storage
+from hpactl.emulator.metrics_api import MetricsState
+from hpactl.emulator.rbac import Authorizer
 from hpactl.emulator.registry import Registry, builtin_registry
 from hpactl.emulator.server import ApiServer, ServerConfig, ServerHooks
 from hpactl.emulator.store import Store
@@ -81,14 +83,7 @@ class Emulator:
         self.tls = tls
         self._cert: Any = None
         self.metrics: Any = self._make_metrics_state() if metrics else None
-        authorizer: Any = None
-        if auth:
-            try:
-                from hpactl.emulator.rbac import Authorizer
-            except ImportError:
-                authorizer = None
-            else:
-                authorizer = Authorizer(self.objects_of_kind)
+        authorizer = Authorizer(self.objects_of_kind) if auth else None
         if faults is True:
             from hpactl.emulator.faults import FaultInjector
 
@@ -116,12 +111,7 @@ class Emulator:
 
     # ---- hooks for other modules -----------------------------------------------------------
 
-    def _make_metrics_state(self) -> Any:
-        try:
-            from hpactl.emulator.metrics_api import MetricsState
-        except ImportError:
-            return None
-
+    def _make_metrics_state(self) -> MetricsState:
         def pod_labels(namespace: str, name: str) -> Mapping[str, str] | None:
             e = self.store.get_entry(("", "pods"), namespace, name)
             if e is None:
@@ -144,15 +134,12 @@ class Emulator:
         def next_rv() -> str:
             return str(self.store._next_rv())
 
-        try:
-            return MetricsState(
-                pod_labels,
-                lambda: self.now(),
-                object_labels=object_labels,
-                next_resource_version=next_rv,
-            )
-        except TypeError:
-            return MetricsState(pod_labels, lambda: self.now())  # older signature
+        return MetricsState(
+            pod_labels,
+            lambda: self.now(),
+            object_labels=object_labels,
+            next_resource_version=next_rv,
+        )
 
     def objects_of_kind(self, kind: str) -> list[Obj]:
         """All stored objects of an RBAC kind (or ServiceAccount): the Authorizer's lookup."""

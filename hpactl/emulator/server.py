@@ -18,7 +18,7 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from hpactl.emulator import errors, patch, tables
+from hpactl.emulator import errors, patch, rbac, tables
 from hpactl.emulator.convert import from_storage, to_storage
 from hpactl.emulator.filters import (
     FieldSelector,
@@ -26,6 +26,7 @@ from hpactl.emulator.filters import (
     parse_field_selector,
     parse_label_selector,
 )
+from hpactl.emulator.metrics_api import register_metrics_routes
 from hpactl.emulator.rbac import NAMESPACE_SUBRESOURCES, VERB_BY_METHOD, RequestAttributes
 from hpactl.emulator.registry import Registry, ResourceType, crd_resource_types
 from hpactl.emulator.store import (
@@ -38,6 +39,7 @@ from hpactl.emulator.store import (
 )
 from hpactl.emulator.validation import drop_unknown_fields
 from hpactl.emulator.validation import validate as validate
+from hpactl.model.selectors import selector_from_label_selector
 
 Obj = dict[str, Any]
 
@@ -206,12 +208,7 @@ class ApiServer:
             middlewares.append(self._auth_middleware)
         app = web.Application(middlewares=middlewares, client_max_size=64 * 1024 * 1024)
         if self.hooks.metrics is not None:
-            try:
-                from hpactl.emulator.metrics_api import register_metrics_routes
-            except ImportError:
-                pass
-            else:
-                register_metrics_routes(app, self.hooks.metrics)
+            register_metrics_routes(app, self.hooks.metrics)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         return app
 
@@ -248,10 +245,6 @@ class ApiServer:
         self, authz: Any, request: web.Request, user: str, groups: list[str]
     ) -> web.Response | None:
         attrs = request_attributes(request)
-        try:
-            from hpactl.emulator import rbac
-        except ImportError:
-            return None
         if not attrs.resource_request:
             if authz.authorize_path(
                 user,
@@ -1159,10 +1152,6 @@ def _selector_string(rt: ResourceType, obj: Obj) -> str | None:
         return ",".join(f"{k}={v}" for k, v in sorted(sel.items()))
     if sel is None:
         return ""
-    try:
-        from hpactl.model.selectors import selector_from_label_selector
-    except ImportError:
-        return ",".join(f"{k}={v}" for k, v in sorted((sel.get("matchLabels") or {}).items()))
     try:
         return str(selector_from_label_selector(sel))
     except ValueError:

@@ -15,6 +15,8 @@ from typing import Any
 
 from hpactl.emulator import errors
 from hpactl.emulator.registry import ResourceType
+from hpactl.model.quantity import parse_quantity
+from hpactl.model.selectors import selector_from_label_selector
 
 Obj = dict[str, Any]
 Cause = tuple[str, str, str]  # field, reason, message
@@ -112,10 +114,8 @@ def _name_causes(rt: ResourceType, meta: Obj) -> list[Cause]:
 
 def _positive_quantity(v: Any) -> bool:
     try:
-        from hpactl.model.quantity import parse_quantity
-
         return parse_quantity(v).milli_value() > 0
-    except (ImportError, ValueError):
+    except ValueError:
         try:
             return float(str(v).rstrip("mkMGTPEi")) > 0
         except ValueError:
@@ -358,10 +358,8 @@ def hpa_spec_causes(spec: Obj, min_replicas_lower_bound: int = 1) -> list[Cause]
 
 def _selector_matches(selector: Any, labels: dict[str, str]) -> bool:
     try:
-        from hpactl.model.selectors import selector_from_label_selector
-
         return bool(selector_from_label_selector(selector).matches(labels))
-    except (ImportError, ValueError):
+    except ValueError:
         ml = (selector or {}).get("matchLabels") or {}
         return all(labels.get(k) == v for k, v in ml.items())
 
