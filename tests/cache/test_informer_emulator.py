@@ -8,6 +8,7 @@ are bounded by real timeouts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -132,6 +133,17 @@ async def session(emu: Emulator) -> AsyncIterator[tuple[KubeSession, Requests]]:
         yield s, reqs
 
 
+@contextlib.asynccontextmanager
+async def synced(informers: SharedInformers) -> AsyncIterator[SharedInformers]:
+    """Start the informers, wait (bounded) for their caches; stop them at the end."""
+    informers.start()
+    try:
+        assert await informers.wait_for_cache_sync(WAIT)
+        yield informers
+    finally:
+        await informers.stop()
+
+
 def make_informers(s: KubeSession, clock: VirtualClock) -> SharedInformers:
     # Fixed backoff (no jitter) so the tests can advance the clock by exactly enough.
     return SharedInformers(
@@ -153,9 +165,7 @@ async def test_list_then_watch_adds_updates_deletes(
     pods = informers.pod_lister()
     rec = Recorder()
     pods.informer.add_handler(*rec.handlers())
-    informers.start()
-    try:
-        assert await informers.wait_for_cache_sync(WAIT)
+    async with synced(informers):
         assert [p.name for p in pods.list("default")] == [f"p{i}" for i in range(5)]
         assert rec.take() == [("add", f"default/p{i}") for i in range(5)]
         added = emu.store.create(pod_obj("new", app="db"))
@@ -176,8 +186,6 @@ async def test_list_then_watch_adds_updates_deletes(
         assert pods.get("default", "p2") is None
         assert pods.informer.store.resource_version("default/new") == str(rv_of(added))
         assert reqs.count("list") == 1 and reqs.count("watch") == 1
-    finally:
-        await informers.stop()
 
 
 async def test_bookmarks_move_an_idle_informer_and_the_barrier(
@@ -188,9 +196,7 @@ async def test_bookmarks_move_an_idle_informer_and_the_barrier(
     pods = informers.pod_lister()
     rec = Recorder()
     pods.informer.add_handler(*rec.handlers())
-    informers.start()
-    try:
-        assert await informers.wait_for_cache_sync(WAIT)
+    async with synced(informers):
         # A write to another resource type: pods see no event, only bookmarks.
         rv = rv_of(emu.store.create(deploy_obj("web", 3)))
         await pods.informer.wait_for_rv(rv, timeout=WAIT)
@@ -199,8 +205,6 @@ async def test_bookmarks_move_an_idle_informer_and_the_barrier(
         assert reqs.count("watch") == 1  # the same stream carried the bookmark
         # The next watch resumes from the bookmark's resourceVersion.
         assert pods.informer.reflector.last_resource_version == pods.informer.resource_version
-    finally:
-        await informers.stop()
 
 
 async def test_shared_barrier_waits_for_every_informer(
@@ -211,9 +215,7 @@ async def test_shared_barrier_waits_for_every_informer(
     hpas = informers.hpa_lister()
     workloads = informers.workload_lister()
     informers.pod_lister()
-    informers.start()
-    try:
-        assert await informers.wait_for_cache_sync(WAIT)
+    async with synced(informers):
         emu.store.create(deploy_obj("web", 3))
         rv = rv_of(emu.store.create(hpa_obj("web", "web")))
         await informers.wait_for_rv(rv, timeout=WAIT)
@@ -221,8 +223,6 @@ async def test_shared_barrier_waits_for_every_informer(
         assert [h.name for h in hpas.by_target("Deployment", "default", "web")] == ["web"]
         scale = workloads.get("Deployment", "default", "web")
         assert scale is not None and (scale.spec_replicas, scale.selector) == (3, "app=web")
-    finally:
-        await informers.stop()
 
 
 async def test_dead_stream_resumes_without_relist(clock: VirtualClock) -> None:
@@ -235,9 +235,7 @@ async def test_dead_stream_resumes_without_relist(clock: VirtualClock) -> None:
             pods = informers.pod_lister()
             rec = Recorder()
             pods.informer.add_handler(*rec.handlers())
-            informers.start()
-            try:
-                assert await informers.wait_for_cache_sync(WAIT)
+            async with synced(informers):
                 a = emu.store.create(pod_obj("a"))
                 await pods.informer.wait_for_rv(rv_of(a), timeout=WAIT)
                 await until(lambda: reqs.count("watch") >= 3, "two resumed watches")
@@ -246,8 +244,6 @@ async def test_dead_stream_resumes_without_relist(clock: VirtualClock) -> None:
                 assert rec.take() == [("add", "default/a"), ("add", "default/b")]
                 assert reqs.count("list") == 1  # resumed, never relisted
                 assert clock.monotonic() == 0 and clock.sleepers == 0  # no backoff either
-            finally:
-                await informers.stop()
 
 
 async def test_server_dropped_stream_resumes_without_relist(clock: VirtualClock) -> None:
@@ -266,9 +262,7 @@ async def test_server_dropped_stream_resumes_without_relist(clock: VirtualClock)
             pods = informers.pod_lister()
             rec = Recorder()
             pods.informer.add_handler(*rec.handlers())
-            informers.start()
-            try:
-                assert await informers.wait_for_cache_sync(WAIT)
+            async with synced(informers):
                 a = emu.store.create(pod_obj("a"))
                 await pods.informer.wait_for_rv(rv_of(a), timeout=WAIT)
                 rule = faults.add("watch-drop=/api/v1/pods,count=1")
@@ -284,8 +278,6 @@ async def test_server_dropped_stream_resumes_without_relist(clock: VirtualClock)
                 assert rec.take() == [("add", "default/a"), ("add", "default/b")]
                 assert reqs.count("list") == 1  # resumed from the last resourceVersion
                 assert pods.informer.reflector.lists == 1
-            finally:
-                await informers.stop()
 
 
 async def test_forced_410_relists_and_detects_deletions(
@@ -304,9 +296,7 @@ async def test_forced_410_relists_and_detects_deletions(
     pods = informers.pod_lister()
     rec = Recorder()
     pods.informer.add_handler(*rec.handlers())
-    informers.start()
-    try:
-        assert await informers.wait_for_cache_sync(WAIT)
+    async with synced(informers):
         await until(lambda: clock.sleepers == 1, "backoff")
         assert ("watch", "pods", "503") in reqs.calls
         rec.take()
@@ -327,8 +317,6 @@ async def test_forced_410_relists_and_detects_deletions(
             ("update", "default/change"),
         ]  # "keep" did not change: not redelivered
         assert [p.name for p in pods.list("default")] == ["change", "fresh", "keep"]
-    finally:
-        await informers.stop()
 
 
 def free_port() -> int:
@@ -378,9 +366,7 @@ async def test_malformed_hpa_is_reported_without_killing_the_informer(
     hpas = informers.hpa_lister()
     seen: list[tuple[str, Any]] = []
     hpas.informer.add_handler(on_add=lambda key, obj: seen.append((key, obj)))
-    informers.start()
-    try:
-        assert await informers.wait_for_cache_sync(WAIT)
+    async with synced(informers):
         emu.store.create(hpa_obj("bad", "web", max_replicas="many"))
         rv = rv_of(emu.store.create(hpa_obj("good", "web")))
         await informers.wait_for_rv(rv, timeout=WAIT, names=[HPAS])
@@ -393,8 +379,6 @@ async def test_malformed_hpa_is_reported_without_killing_the_informer(
         good = hpas.get("default", "good")
         assert good is not None and good.spec.max_replicas == 5
         assert informers.informers[HPAS].running
-    finally:
-        await informers.stop()
 
 
 async def test_wait_for_writes_needs_no_bookmark(clock: VirtualClock) -> None:
@@ -403,9 +387,7 @@ async def test_wait_for_writes_needs_no_bookmark(clock: VirtualClock) -> None:
         informers = SharedInformers(s, clock=clock)
         pods = informers.pod_lister()
         workloads = informers.workload_lister()
-        informers.start()
-        try:
-            assert await informers.wait_for_cache_sync(WAIT)
+        async with synced(informers):
             d = rv_of(emu.store.create(deploy_obj("web", 2)))
             p = rv_of(emu.store.create(pod_obj("web-1")))
             await informers.wait_for_writes({"Deployment": d, "Pod": p, "CronJob": p}, WAIT)
@@ -415,5 +397,3 @@ async def test_wait_for_writes_needs_no_bookmark(clock: VirtualClock) -> None:
             # barrier would need a bookmark it will not get within the timeout
             with pytest.raises(TimeoutError):
                 await informers.wait_for_rv(p, timeout=0.2)
-        finally:
-            await informers.stop()
