@@ -1186,6 +1186,14 @@ def _table_version(request: web.Request) -> str | None:
     return None
 
 
+def _string_columns(*named: tuple[str, str]) -> list[dict[str, Any]]:
+    """Table columns of plain strings: (name, description) each."""
+    return [
+        {"name": n, "type": "string", "format": "", "description": d, "priority": 0}
+        for n, d in named
+    ]
+
+
 def _table_rows(
     kind: _Kind, objects: list[dict[str, Any]]
 ) -> tuple[list[dict[str, Any]], list[list[Any]]]:
@@ -1235,13 +1243,13 @@ def _table_rows(
         ]
         return columns, rows
     if kind is _METRIC_VALUE:
-        columns = [name_col] + [
-            {"name": n, "type": "string", "format": "", "description": d, "priority": 0}
-            for n, d in (
+        columns = [
+            name_col,
+            *_string_columns(
                 ("Object", "The described object"),
                 ("Metric", "The metric name"),
                 ("Value", "The value"),
-            )
+            ),
         ]
         rows = [
             [
@@ -1253,13 +1261,13 @@ def _table_rows(
             for obj in objects
         ]
         return columns, rows
-    columns = [name_col] + [
-        {"name": n, "type": "string", "format": "", "description": d, "priority": 0}
-        for n, d in (
+    columns = [
+        name_col,
+        *_string_columns(
             ("Metric", "The metric name"),
             ("Labels", "The metric labels"),
             ("Value", "The value"),
-        )
+        ),
     ]
     rows = [
         [
