@@ -534,9 +534,10 @@ class Store:
         return _copy(self.create_entry(rt, ns, new, keep_status=True, validate=validate))
 
     def ensure_namespace(self, obj: Obj) -> None:
-        """Create the namespace obj names (if namespaced and missing), as `kubectl create ns`."""
-        ns = (obj.get("metadata") or {}).get("namespace")
-        if self.served_type(obj).namespaced and ns and self.get_entry(_NS_KEY, "", ns) is None:
+        """Create the namespace a namespaced obj goes to (``default`` when it names
+        none, as `create`/`apply` place it) if missing, as `kubectl create ns`."""
+        ns = str((obj.get("metadata") or {}).get("namespace") or "default")
+        if self.served_type(obj).namespaced and self.get_entry(_NS_KEY, "", ns) is None:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
     def force_metadata(self, obj: Obj, fields: Mapping[str, str]) -> Obj:

@@ -251,7 +251,6 @@ class Simulation:
         meta = obj.get("metadata") or {}
         try:
             rt = store.served_type(obj)
-            # A namespaced object without namespace goes to "default", which exists.
             store.ensure_namespace(obj)
             # The store validates (after defaulting) as the API server would.
             stored = store.apply(obj)

@@ -157,3 +157,10 @@ def test_ensure_namespace_creates_only_missing_namespaces_of_namespaced_objects(
     with pytest.raises(errors.ApiError) as ei:
         s.ensure_namespace({"apiVersion": "v9", "kind": "Nope", "metadata": {"namespace": "a"}})
     assert ei.value.message == 'no matches for kind "Nope" in version "v9"'
+
+
+def test_ensure_namespace_of_an_object_without_one_is_default() -> None:
+    s = make_store()
+    assert s.get("", "namespaces", "", "default") is None  # a bare store has none
+    s.ensure_namespace(deployment("web"))
+    assert s.get("", "namespaces", "", "default") is not None
