@@ -273,3 +273,77 @@ async def test_connection_refused_reads_like_go() -> None:
         f"dial tcp 127.0.0.1:{port}: connect: connection refused"
     )
     assert codes == ["<error>"]
+
+
+async def test_buckets_follow_kube_controller_managers_clients() -> None:
+    # hpaClient: status writes and Events share one limiter; the scale client, the
+    # shared informers' client and the discovery client each have their own.
+    waits: list[float] = []
+
+    async def fake_sleep(s: float) -> None:
+        waits.append(s)
+
+    bucket = TokenBucket(1.0, 1, monotonic=lambda: 0.0, sleep=fake_sleep)
+    hpa = "/apis/autoscaling/v2/namespaces/ns/horizontalpodautoscalers/h"
+    scale = "/apis/apps/v1/namespaces/ns/deployments/web/scale"
+    events = "/api/v1/namespaces/ns/events"
+    async with fake_server() as srv:
+        srv.json("GET", scale, {"kind": "Scale"})
+        srv.json("PUT", scale, {"kind": "Scale"})
+        srv.json("PUT", hpa + "/status", {"kind": "HorizontalPodAutoscaler"})
+        srv.json("POST", events, {"kind": "Event"}, status=201)
+        srv.json("GET", PODS, {"kind": "PodList", "items": [], "metadata": {}})
+        srv.json("GET", "/apis", {"kind": "APIGroupList", "groups": []})
+        async with KubeSession(master=srv.url, limiter=bucket) as s:
+            await s.send("GET", scale)
+            await s.send("PUT", scale, body={})
+            assert waits == [1.0]  # the scale client's own bucket
+            waits.clear()
+            await s.send("PUT", hpa + "/status", body={})
+            await s.send("POST", events, body={})
+            assert waits == [1.0]  # status and the Event share the HPA client's bucket
+            await s.send("GET", PODS)
+            await s.send("GET", "/apis")
+            assert waits == [1.0]
+            limiters = {
+                "status": s.limiter_for(parse_path(hpa + "/status"), "update"),
+                "event": s.limiter_for(parse_path(events), "create"),
+                "scale": s.limiter_for(parse_path(scale), "update"),
+                "list": s.limiter_for(parse_path(PODS), "list"),
+                "watch": s.limiter_for(parse_path(PODS), "watch"),
+                "discovery": s.limiter_for(parse_path("/apis"), "get"),
+            }
+    assert limiters["status"] is limiters["event"] is s.limiter
+    assert limiters["list"] is limiters["watch"]
+    distinct = {id(limiters[k]) for k in ("status", "scale", "list", "discovery")}
+    assert len(distinct) == 4
+
+
+_PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy", "all_proxy")
+
+
+@pytest.mark.parametrize("bypass", [False, True])
+async def test_proxy_from_the_environment_resolved_at_open(
+    monkeypatch: pytest.MonkeyPatch, bypass: bool
+) -> None:
+    for var in _PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+        monkeypatch.delenv(var.upper(), raising=False)
+    async with fake_server() as api, fake_server() as proxy:
+        for srv in (api, proxy):
+            srv.json("GET", PODS + "/p", {"kind": "Pod", "metadata": {"name": "p"}})
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        if bypass:
+            monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+        async with KubeSession(master=api.url) as s:
+            # read once at open: a later change of the environment does not matter
+            monkeypatch.delenv("HTTP_PROXY")
+            monkeypatch.delenv("HTTPS_PROXY")
+            for _ in range(2):
+                await get_json(s, PODS + "/p")
+    via_proxy, direct = (0, 2) if bypass else (2, 0)
+    assert len(proxy.requests) == via_proxy
+    assert len(api.requests) == direct
+    if not bypass:  # the proxy is asked for the API server's URL
+        assert proxy.requests[0].headers["Host"] == api.url.removeprefix("http://")
