@@ -436,6 +436,10 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
                 return int(offset / period * slots) * period / slots
 
             sched.spread_offset = on_grid
+        from hpactl.controller.run import tune_gc
+
+        tune_gc()  # as `hpactl run` does once the caches have synced
+        print(f"  gc thresholds (as hpactl run): {gc.get_threshold()}")
         if args.gc_threshold:
             gc.set_threshold(*(int(x) for x in args.gc_threshold.split(",")))
         if args.gc_freeze:

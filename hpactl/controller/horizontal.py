@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -113,6 +113,27 @@ def _metric_spec_error(fm: FetchedMetric, failure_reason: str | None) -> bool:
     return fm.request.kind == "none" or failure_reason == "InvalidMetricSourceType"
 
 
+class _Explanations(Mapping[str, Explanation]):
+    """The explanations held by the sync records (records of skipped syncs have none)."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self, records: Mapping[str, SyncRecord]) -> None:
+        self._records = records
+
+    def __getitem__(self, key: str) -> Explanation:
+        exp = self._records[key].explanation
+        if exp is None:
+            raise KeyError(key)
+        return exp
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, r in self._records.items() if r.explanation is not None)
+
+    def __len__(self) -> int:
+        return sum(r.explanation is not None for r in self._records.values())
+
+
 class HorizontalController:
     def __init__(
         self,
@@ -148,12 +169,16 @@ class HorizontalController:
         self.call_timeout = call_timeout
         self.selectors = SelectorStore()
         self.history: dict[str, History] = {}
-        self.explanations: dict[str, Explanation] = {}
         self.last_records: dict[str, SyncRecord] = {}
         self._written_rv: dict[str, int] = {}
         self._invalid_reported: dict[str, str] = {}
         self.supervisor: SyncSupervisor | None = None
         self.on_record: Callable[[SyncRecord], None] | None = None
+
+    @property
+    def explanations(self) -> Mapping[str, Explanation]:
+        """Each HPA's last ``Explanation``: a live view of ``last_records`` (one copy kept)."""
+        return _Explanations(self.last_records)
 
     # -- informer handlers ------------------------------------------------------------
 
@@ -187,7 +212,6 @@ class HorizontalController:
         """Drop everything the controller remembers about ``key``."""
         self.selectors.remove(key)
         self.history.pop(key, None)
-        self.explanations.pop(key, None)
         self.last_records.pop(key, None)
         self._written_rv.pop(key, None)
         self._invalid_reported.pop(key, None)
@@ -204,7 +228,7 @@ class HorizontalController:
     def start_scheduling(self) -> SyncSupervisor:
         """Start periodic syncs of every known HPA, with empty histories."""
         self.history.clear()
-        self.explanations.clear()
+        self.last_records.clear()
         self._written_rv.clear()
         on_lag = self.metrics.schedule_lag.observe if self.metrics is not None else None
         sup = SyncSupervisor(
@@ -364,7 +388,6 @@ class HorizontalController:
             result = await self._write_scale(hpa, read, plan.desired_replicas)
         outcome = finalize(plan, result)
         self.history[key] = outcome.history
-        self.explanations[key] = outcome.explanation
 
         errors: list[str] = [outcome.error] if outcome.error else []
         events = list(outcome.events)
