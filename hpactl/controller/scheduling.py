@@ -1,27 +1,38 @@
-"""Per-HPA reconcile tasks.
+"""The periodic sync schedule: one dispatcher over a heap of due times, N workers.
 
-Upstream runs one work queue with a fixed per-item interval and N workers. We
-give every HPA its own asyncio task that owns its schedule; a semaphore of
-``--concurrent-horizontal-pod-autoscaler-syncs`` bounds how many syncs run at
-once. Both give "each HPA once per sync period, one key never synced twice at
-once"; per-key tasks also make a per-HPA period (KEP-6003) a one-line change.
+As upstream's work queue with a fixed per-item interval and N workers: every HPA key
+has one due time in a heap; one dispatcher task sleeps until the earliest, hands every
+key that is due to a ready queue, and ``--concurrent-horizontal-pod-autoscaler-syncs``
+worker tasks take keys from it and sync them. Keys due together run back to back, and
+a key costs no task of its own between syncs (at 10,000 HPAs, per-key sleeping tasks
+made each tick allocate several futures and kept the collector busy).
 
-- A key added while running (a new HPA) is synced at once, as upstream 1.37
-  does. Keys known when the supervisor starts (the informer's initial list) get
-  their first sync spread over one period by a stable hash of the key, so ten
-  thousand HPAs do not fire together.
-- After a sync the next tick is the previous tick plus one period (fixed rate,
-  so the spread holds); a sync that overran its period skips the missed ticks
-  rather than bursting to catch up.
+- A key added while running (a new HPA) is synced at once, as upstream 1.37 does.
+  Keys known when the supervisor starts (the informer's initial list) get their first
+  sync spread over one period by a stable hash of the key, so ten thousand HPAs do
+  not fire together.
+- One key is never synced twice at once: a key is either waiting in the heap, queued,
+  or being synced by exactly one worker.
+- After a sync the next tick is the previous tick plus one period (fixed rate, so the
+  spread holds); a sync that overran its period skips the missed ticks rather than
+  bursting to catch up.
 - ``wake(key)`` brings the next sync forward to now (a spec change under the
-  HPAGeneration gate). ``remove(key)`` cancels the task and calls ``forget``.
-- A failing sync is logged by the caller's sync function; whatever escapes is
-  caught here and the key is retried on its next tick: a task never dies of it.
+  HPAGeneration gate); a key woken while queued or syncing is synced again as soon as
+  that sync ends. ``remove(key)`` drops a pending tick (cancelling a sync in flight)
+  and calls ``forget``.
+- A failing sync is logged by the caller's sync function; whatever escapes is caught
+  here and the key is retried on its next tick: a worker never dies of it.
+- A sync that hangs holds one worker until it returns, so it delays no other key
+  while a worker is free; N hung syncs would block every key. The controller bounds
+  each API and metrics call with a timeout (``call_timeout``), so a sync cannot hang
+  for long.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -34,6 +45,8 @@ LagObserver = Callable[[float], None]
 
 log = structlog.get_logger("hpactl.scheduling")
 
+_IDLE, _WAITING, _QUEUED, _SYNCING = range(4)
+
 
 def spread_offset(key: str, period: float) -> float:
     """A stable offset in [0, period) for ``key``: the same on every replica and restart."""
@@ -41,12 +54,19 @@ def spread_offset(key: str, period: float) -> float:
 
 
 class _KeySchedule:
-    __slots__ = ("syncing", "task", "wake")
+    __slots__ = ("gen", "key", "started", "state", "tick", "woken", "worker")
 
-    def __init__(self) -> None:
-        self.wake = asyncio.Event()
-        self.task: asyncio.Task[None] | None = None
-        self.syncing = False
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.state = _IDLE
+        self.gen = 0  # bumped to invalidate the key's entry in the heap
+        self.tick = 0.0  # the fixed-rate tick the next sync serves
+        self.started = 0.0  # when the sync being served was handed to the workers
+        self.woken = False  # sync again as soon as the current one ends
+        self.worker: asyncio.Task[None] | None = None
+
+
+_Entry = tuple[float, int, int, _KeySchedule]  # (due, arrival order, gen, schedule)
 
 
 class SyncSupervisor:
@@ -65,12 +85,20 @@ class SyncSupervisor:
             raise ValueError("concurrency must be at least 1")
         self._clock = clock
         self._period = period
+        self._concurrency = concurrency
         self._sync = sync
         self._forget = forget
         self._on_lag = on_lag
-        self._slots = asyncio.Semaphore(concurrency)
         self._keys: dict[str, _KeySchedule] = {}
         self._running = False
+        self._heap: list[_Entry] = []
+        self._seq = itertools.count()
+        self._next_due = float("inf")  # what the dispatcher sleeps until
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._ready: asyncio.Queue[_KeySchedule] = asyncio.Queue()
+        self._workers: set[asyncio.Task[None]] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
         self.in_flight = 0
 
     # -- lifecycle ------------------------------------------------------------------
@@ -84,51 +112,76 @@ class SyncSupervisor:
         if self._running:
             return
         self._running = True
+        self._heap = []
+        self._next_due = float("inf")
+        self._ready = asyncio.Queue()
+        now = self._clock.monotonic()
         for key in sorted(set(initial_keys) | set(self._keys)):
-            self._spawn(key, delay=spread_offset(key, self._period))
+            sched = self._keys.get(key)
+            if sched is None:
+                sched = self._keys[key] = _KeySchedule(key)
+            sched.tick = now + spread_offset(key, self._period)
+            self._push(sched, now if sched.woken else sched.tick)
+            sched.woken = False
+        for _ in range(self._concurrency):
+            self._spawn_worker()
+        self._restart_dispatcher()
 
     async def stop(self, grace: float | None = None) -> None:
-        """Stop every task. With ``grace``, syncs in flight get that long to finish first."""
+        """Stop scheduling. With ``grace``, syncs in flight get that long to finish first."""
         self._running = False
-        scheds = [s for s in self._keys.values() if s.task is not None]
-        tasks = [s.task for s in scheds if s.task is not None]
-        if grace:
-            # Tasks sleeping between ticks are cancelled at once; a task inside a
-            # sync is waited for (bounded by ``grace``) so it can finish its writes.
-            busy = []
-            for sched in scheds:
-                assert sched.task is not None
-                if sched.syncing:
-                    busy.append(sched.task)
-                else:
-                    sched.task.cancel()
-            if busy:
-                await asyncio.wait(busy, timeout=grace)
-        for sched in scheds:
-            sched.task = None
-        for t in tasks:
-            t.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            self._dispatcher = None
+        self._heap = []
+        self._next_due = float("inf")
+        if grace and self.in_flight:
+            # Nothing new starts (workers drop what they take once stopped); a sync
+            # in flight is waited for, bounded by ``grace``, so it can finish its writes.
+            try:
+                async with asyncio.timeout(grace):
+                    await self._idle.wait()
+            except TimeoutError:
+                pass
+        workers, self._workers = list(self._workers), set()
+        for w in workers:
+            w.cancel()
+        if workers:
+            await asyncio.gather(*workers, return_exceptions=True)
+        for sched in self._keys.values():
+            sched.state = _IDLE
+            sched.gen += 1
 
     # -- informer-driven changes ----------------------------------------------------
 
     def add(self, key: str) -> None:
         if key in self._keys:
             return
-        self._keys[key] = _KeySchedule()
+        sched = self._keys[key] = _KeySchedule(key)
         if self._running:
-            self._spawn(key, delay=0.0)
+            sched.tick = self._clock.monotonic()
+            self._push(sched, sched.tick)
 
     def wake(self, key: str) -> None:
         sched = self._keys.get(key)
-        if sched is not None:
-            sched.wake.set()
+        if sched is None:
+            return
+        if self._running and sched.state == _WAITING:
+            self._push(sched, self._clock.monotonic())
+        else:  # queued, syncing or not started: consumed at the next scheduling
+            sched.woken = True
 
     def remove(self, key: str) -> None:
         sched = self._keys.pop(key, None)
-        if sched is not None and sched.task is not None:
-            sched.task.cancel()
+        if sched is not None:
+            sched.gen += 1  # its heap entry, if any, is now stale
+            if sched.state == _SYNCING and sched.worker is not None:
+                # Cancel the sync in flight; its worker is replaced.
+                self._workers.discard(sched.worker)
+                sched.worker.cancel()
+                if self._running:
+                    self._spawn_worker()
+            sched.state = _IDLE
         self._forget(key)
 
     def keys(self) -> list[str]:
@@ -136,50 +189,82 @@ class SyncSupervisor:
 
     # -- internals ------------------------------------------------------------------
 
-    def _spawn(self, key: str, delay: float) -> None:
-        sched = self._keys.setdefault(key, _KeySchedule())
-        if sched.task is None or sched.task.done():
-            sched.task = asyncio.create_task(self._loop(key, sched, delay), name=f"hpa:{key}")
+    def _push(self, sched: _KeySchedule, due: float) -> None:
+        sched.gen += 1
+        sched.state = _WAITING
+        heapq.heappush(self._heap, (due, next(self._seq), sched.gen, sched))
+        if due < self._next_due:
+            self._restart_dispatcher()
 
-    async def _sleep_until(self, sched: _KeySchedule, deadline: float) -> None:
-        """Sleep on the injected clock until ``deadline`` or an early wake."""
-        delay = deadline - self._clock.monotonic()
-        if sched.wake.is_set() or delay <= 0:
-            sched.wake.clear()
-            return
-        sleeper = asyncio.ensure_future(self._clock.sleep(delay))
-        waker = asyncio.ensure_future(sched.wake.wait())
-        try:
-            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            sleeper.cancel()
-            waker.cancel()
-        sched.wake.clear()
+    def _restart_dispatcher(self) -> None:
+        # The dispatcher's only await is its sleep, so it can be replaced at any time
+        # outside it; this happens when a key becomes due before the one it sleeps for
+        # (an add or a wake), not on the steady path.
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+        self._next_due = self._heap[0][0] if self._heap else float("inf")
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="hpa-schedule")
 
-    async def _loop(self, key: str, sched: _KeySchedule, delay: float) -> None:
-        tick = self._clock.monotonic() + delay
+    async def _dispatch(self) -> None:
+        heap = self._heap
         while True:
-            await self._sleep_until(sched, tick)
-            started = self._clock.monotonic()
-            async with self._slots:
-                lag = self._clock.monotonic() - tick
-                if self._on_lag is not None:
-                    self._on_lag(max(0.0, lag))
-                self.in_flight += 1
-                sched.syncing = True
-                try:
-                    await self._sync(key)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # the sync function logs its own errors; never die here
-                    log.exception("sync crashed; retrying next period", hpa=key)
-                finally:
-                    self.in_flight -= 1
-                    sched.syncing = False
-            if not self._running:
-                return  # stopped while syncing: the sync finished, schedule no more
+            now = self._clock.monotonic()
+            while heap and heap[0][0] <= now:
+                _, _, gen, sched = heapq.heappop(heap)
+                if gen != sched.gen or self._keys.get(sched.key) is not sched:
+                    continue  # rescheduled or removed since
+                sched.state = _QUEUED
+                sched.started = now
+                self._ready.put_nowait(sched)
+            if heap:
+                self._next_due = heap[0][0]
+                await self._clock.sleep(self._next_due - now)
+            else:
+                self._next_due = float("inf")
+                await asyncio.get_running_loop().create_future()  # until replaced
+
+    def _spawn_worker(self) -> None:
+        task = asyncio.create_task(self._work(), name="hpa-sync-worker")
+        self._workers.add(task)
+
+    async def _work(self) -> None:
+        ready = self._ready
+        me = asyncio.current_task()
+        while True:
+            sched = await ready.get()
+            if (
+                not self._running
+                or sched.state != _QUEUED
+                or self._keys.get(sched.key) is not sched
+            ):
+                continue  # stopped, or removed while queued
+            sched.state = _SYNCING
+            sched.worker = me
+            if self._on_lag is not None:
+                self._on_lag(max(0.0, self._clock.monotonic() - sched.tick))
+            self.in_flight += 1
+            self._idle.clear()
+            try:
+                await self._sync(sched.key)
+            except Exception:  # the sync function logs its own errors; never die here
+                log.exception("sync crashed; retrying next period", hpa=sched.key)
+            finally:
+                self.in_flight -= 1
+                if self.in_flight == 0:
+                    self._idle.set()
+                sched.worker = None
+                if sched.state == _SYNCING:
+                    sched.state = _IDLE
+            if not self._running or self._keys.get(sched.key) is not sched:
+                continue  # stopped while syncing, or removed: schedule no more
             # Fixed rate from the tick this sync served; skip ticks a slow sync overran.
-            tick = max(tick, started) + self._period
+            tick = max(sched.tick, sched.started) + self._period
             now = self._clock.monotonic()
             while tick < now:
                 tick += self._period
+            sched.tick = tick
+            if sched.woken:
+                sched.woken = False
+                self._push(sched, now)
+            else:
+                self._push(sched, tick)

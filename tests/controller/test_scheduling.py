@@ -207,3 +207,51 @@ def test_invalid_arguments() -> None:
         SyncSupervisor(clock, 0, 1, Recorder(clock))
     with pytest.raises(ValueError):
         SyncSupervisor(clock, 1, 0, Recorder(clock))
+
+
+async def test_a_wake_during_a_sync_syncs_again_when_it_ends() -> None:
+    clock = VirtualClock()
+    rec = Recorder(clock)
+    gate = asyncio.Event()
+
+    async def sync(key: str) -> None:
+        await rec(key)
+        if len(rec.calls) == 1:
+            await gate.wait()
+
+    sup = SyncSupervisor(clock, PERIOD, 5, sync)
+    sup.start([])
+    sup.add("ns/a")
+    await run_for(clock, 2)
+    sup.wake("ns/a")  # while its first sync is still running: never two at once
+    await run_for(clock, 0)
+    assert rec.times("ns/a") == [0.0]
+    gate.set()
+    await run_for(clock, 0)
+    assert rec.times("ns/a") == [0.0, 2.0]
+    await sup.stop()
+
+
+async def test_removing_a_key_in_flight_frees_its_worker() -> None:
+    clock = VirtualClock()
+    rec = Recorder(clock)
+    forever = asyncio.Event()
+
+    async def sync(key: str) -> None:
+        await rec(key)
+        if key == "ns/gone":
+            await forever.wait()
+
+    sup = SyncSupervisor(clock, PERIOD, 1, sync)
+    sup.start([])
+    sup.add("ns/gone")
+    await run_for(clock, 1)
+    sup.add("ns/next")  # the only worker is busy with ns/gone
+    await run_for(clock, 1)
+    assert rec.times("ns/next") == []
+    sup.remove("ns/gone")
+    await run_for(clock, PERIOD)
+    # due at 1 (the add), run at 2 (when a worker came free): fixed rate from 1
+    assert rec.times("ns/next") == [2.0, 1.0 + PERIOD]
+    assert sup.in_flight == 0
+    await sup.stop()
