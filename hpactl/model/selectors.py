@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -560,8 +561,14 @@ class _Parser:
         raise ValueError(f"found '{lit}', expected: identifier")
 
 
+@functools.lru_cache(maxsize=16_384)
 def parse_selector(text: str) -> Selector:
-    """Go ``labels.Parse``; raises ValueError carrying Go's error text."""
+    """Go ``labels.Parse``; raises ValueError carrying Go's error text.
+
+    Memoized by text (a ``Selector`` is immutable; errors are not cached): one sync
+    parses its target's selector in several places (pods, validation, metrics), and
+    each HPA's selector text stays the same from period to period.
+    """
     return Selector(_Parser(text).parse())
 
 

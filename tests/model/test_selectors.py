@@ -382,3 +382,13 @@ def test_any_text_parses_or_raises_and_prints_stably(text: str) -> None:
     again = parse_selector(printed)
     assert str(again) == printed
     assert again == sel
+
+
+def test_parse_is_memoized_by_text_and_errors_are_raised_every_time() -> None:
+    text = "app=web,tier in (a,b)"
+    first = parse_selector(text)
+    assert parse_selector(text) is first  # immutable, so one object serves every caller
+    assert first.matches({"app": "web", "tier": "b"})
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            parse_selector("app in (")
