@@ -100,3 +100,46 @@ def test_relevant_gives_the_core_the_same_answer_as_the_whole_namespace(
         fast = validate_and_parse_selector(hpa, own, mine, rel)
         assert (fast.error, fast.controlling_hpas) == (full.error, full.controlling_hpas)
         assert [e.message for e in fast.events] == [e.message for e in full.events]
+
+
+# A small pool, so that answers cached early are asked for again after changes.
+POOL = st.sampled_from(
+    [{"app": "x"}, {"app": "y"}, {"app": "x", "tier": "z"}, {"tier": "z"}, {"app": "z"}]
+)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("register"), st.integers(0, 4), st.none()),
+        st.tuples(st.just("set"), st.integers(0, 4), st.one_of(st.none(), SELECTORS)),
+        st.tuples(st.just("remove"), st.integers(0, 4), st.none()),
+        st.tuples(st.just("ask"), st.integers(0, 4), st.lists(POOL, min_size=1, max_size=3)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPS)
+def test_cached_answers_stay_equal_to_a_full_scan_while_selectors_change(
+    ops: list[tuple[str, int, Any]],
+) -> None:
+    # Selector changes after answers were cached update the cache in place.
+    s = SelectorStore()
+    for op, i, arg in ops:
+        key = f"default/h{i}"
+        if op == "register":
+            s.register(key)
+        elif op == "set":
+            s.set(key, Selector.nothing() if arg is None else parse_selector(arg))
+        elif op == "remove":
+            s.remove(key)
+        else:
+            label_sets = [frozenset(labels.items()) for labels in arg]
+            everyone = s.snapshot("default")
+            expected = {
+                k for k, sel in everyone.items() if any(sel.matches(dict(ls)) for ls in label_sets)
+            }
+            if key in everyone:
+                expected.add(key)
+            got = s.relevant(key, label_sets)
+            assert set(got) == expected
+            assert all(got[k] is everyone[k] for k in got)
