@@ -37,6 +37,7 @@ Parsing helpers for raw answers (used by the shared fetcher too):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Protocol
@@ -145,6 +146,12 @@ def _milli(v: Any) -> int:
     return parse_quantity(v).milli_value()
 
 
+# The HPAs of a namespace read their pods from one shared list per period, whose
+# items mostly carry the same few timestamps and windows: parse each text once.
+_timestamp = functools.lru_cache(maxsize=1024)(parse_time)
+_window = functools.lru_cache(maxsize=64)(parse_go_duration)
+
+
 def pod_metrics_from_items(
     items: Iterable[Mapping[str, Any]], resource: str, container: str = ""
 ) -> dict[str, PodMetric]:
@@ -153,8 +160,8 @@ def pod_metrics_from_items(
     for m in items:
         meta = m.get("metadata") or {}
         name = str(meta.get("name") or "")
-        ts = parse_time(str(m.get("timestamp")))
-        window = parse_go_duration(str(m.get("window") or "0s"))
+        ts = _timestamp(str(m.get("timestamp")))
+        window = _window(str(m.get("window") or "0s"))
         containers = m.get("containers") or []
         if container:
             for c in containers:
@@ -184,7 +191,7 @@ def raw_metrics_from_items(items: Iterable[Mapping[str, Any]]) -> dict[str, PodM
         ws = m.get("windowSeconds")
         window = timedelta(seconds=int(ws)) if ws is not None else DEFAULT_METRIC_WINDOW
         name = str((m.get("describedObject") or {}).get("name") or "")
-        res[name] = PodMetric(parse_time(str(m.get("timestamp"))), window, _milli(m.get("value")))
+        res[name] = PodMetric(_timestamp(str(m.get("timestamp"))), window, _milli(m.get("value")))
     return res
 
 

@@ -150,6 +150,8 @@ class SharedMetricsFetcher:
             fut = asyncio.ensure_future(call())
             self._cache[key] = fut
             fut.add_done_callback(functools.partial(self._forget_failure, key))
+        if fut.done():  # the common case once a period's list is in: no shield needed
+            return fut.result()
         # shield: one asker giving up must not cancel the request for the others
         return await asyncio.shield(fut)
 
