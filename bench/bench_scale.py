@@ -17,22 +17,25 @@ Three processes, so the controller's CPU is measured alone:
 * the measured controller (this process): ``ControllerApp`` built from
   ``parse_run_config`` (default flags: QPS 20, burst 30, 5 concurrent syncs, 15 s
   period), logging configured as ``hpactl run`` does (JSON at info, one line per
-  sync) but written to /dev/null, tracing off.
+  sync) but written to /dev/null, tracing off; once its caches have synced it tunes
+  the garbage collector as ``hpactl run`` does (``hpactl.controller.run.tune_gc``).
 
 It prints: the time to caches synced and the RSS after it; for each round of
 ``sync_all()`` the wall time (until the last event is written), the controller's CPU
 seconds, the emulator's CPU seconds, the API requests by verb and resource, the
 rescales and status writes; a steady round first (no change: no writes), then a
 round after 10 % of the workloads' metrics double (scale + status + event writes).
-Each round is checked against the sync period: at QPS q, a round needing R
-rate-limited requests takes at least (R - burst) / q seconds. Between the steady
+Each round is checked against the sync period: every client (HPA status + Events,
+scale, informers, each metrics API) has its own bucket, as in kube-controller-manager,
+so at QPS q a round whose busiest bucket takes R requests needs at least
+(R - burst) / q seconds. Between the steady
 rounds and the change, the SyncSupervisor runs the HPAs for ``--periods`` periods as
 ``hpactl run`` does (spread over the period), reporting CPU share and schedule lag;
 ``--change-periods P`` runs the change that way too instead of one ``sync_all``.
 
 What-if switches (they patch the measured process only, to size a proposed fix):
-``--no-trust-env`` (the API client's aiohttp session without per-request netrc and
-proxy lookups), ``--gc-threshold G0,G1,G2`` / ``--gc-freeze`` (collector tuning once
+``--no-trust-env`` (a no-op now: ``KubeSession`` builds its aiohttp session without
+per-request netrc and proxy lookups), ``--gc-threshold G0,G1,G2`` / ``--gc-freeze`` (collector tuning once
 synced), ``--paged-list`` (first lists paged at resourceVersion ""),
 ``--spread-slots N`` (first ticks on N slots per period). ``--profile N`` prints
 cProfile's top N per phase; ``--profile-out PREFIX`` keeps the pstats files.
