@@ -16,6 +16,7 @@ from hpactl.emulator import Emulator
 from hpactl.kube.restmapper import RestMapper
 from hpactl.kube.session import KubeSession
 from hpactl.metrics import RestMetricsClient, SharedMetricsFetcher
+from hpactl.metrics.shared import period_offset
 from hpactl.model.hpa import CrossVersionObjectReference
 from hpactl.model.metrics import (
     ExternalMetricValues,
@@ -326,10 +327,12 @@ async def test_shared_fetcher_period_and_failures(
     shared = SharedMetricsFetcher(RestMetricsClient(s), clock=clock, period=15.0)
     r = MetricRequest(0, "resource", "default", resource="cpu")
     first = await shared.fetch(r, WEB)
-    clock.advance(10)
+    # "default"'s periods start at its own offset: the next one begins at 15 s - offset.
+    boundary = 15.0 - period_offset("default", 15.0)
+    clock.advance(boundary - 0.001)
     populated.metrics.set_pod_metrics([pod_metrics("web-1", {"app": {"cpu": "900m"}})])
     assert await shared.fetch(r, WEB) == first  # same period: the shared answer
-    clock.advance(5)  # next period starts at 15 s
+    clock.advance(0.001)
     assert await shared.fetch(r, WEB) == {"web-1": PodMetric(T0, timedelta(seconds=30), 900)}
     assert counter.count("pods.metrics.k8s.io") == 2
     # failures are not kept: the next asker in the same period tries again
@@ -340,6 +343,15 @@ async def test_shared_fetcher_period_and_failures(
     populated.metrics.set_unavailable([])
     assert isinstance(await shared.fetch(r, WEB), Mapping)
     assert counter.count("pods.metrics.k8s.io") == 4
+
+
+def test_namespaces_expire_their_shared_answers_at_different_moments() -> None:
+    offsets = {period_offset(f"ns-{i}", 15.0) for i in range(100)}
+    assert all(0 <= o < 15.0 for o in offsets)
+    assert len(offsets) == 100
+    # spread over the period, not bunched: every 3 s slice holds some namespaces
+    assert {int(o // 3) for o in offsets} == {0, 1, 2, 3, 4}
+    assert period_offset("default", 15.0) == period_offset("default", 15.0)
 
 
 async def test_shared_pods_metric_without_label_source_keys_on_selector(
