@@ -335,3 +335,33 @@ async def test_unknown_kind_reports_no_mapping(env: Env) -> None:
     assert rec.current is None
     (ev,) = events(env.emu, reason="FailedGetScale")
     assert ev["message"] == 'no matches for kind "Gadget" in group "example.com"'
+
+
+async def test_stale_cache_skips_the_sync_until_our_status_write_is_seen(env: Env) -> None:
+    """StaleControllerConsistencyHPA (beta, on): a sync right after our own status
+    write, before the HPA informer has observed it, is skipped rather than deciding
+    on the old status."""
+    names = workload(env.emu, "web", 2, T0)
+    env.set_cpu(names, "50m")
+    env.emu.store.create(hpa("web", "web"))
+    await env.settle()
+    controller = env.app.controller
+    assert controller.stale_consistency  # the 1.37 default
+    await env.app.informers.hpas().stop()  # freeze the HPA cache before the write
+
+    first = await controller.sync_one("default/web")
+    assert first is not None and first.status_written and not first.skipped
+    rv = env.hpa_obj()["metadata"]["resourceVersion"]
+
+    skipped = await controller.sync_one("default/web")
+    assert skipped is not None and skipped.skipped == "stale-cache"
+    assert not skipped.status_written and not skipped.rescaled
+    assert "cache is stale" in skipped.errors[0]
+    assert env.hpa_obj()["metadata"]["resourceVersion"] == rv
+
+    # Gate off: the sync runs on the stale object and its status write, made with the
+    # old resourceVersion, is refused: the conflict the gate exists to avoid.
+    controller.stale_consistency = False
+    ran = await controller.sync_one("default/web")
+    assert ran is not None and not ran.skipped and not ran.status_written
+    assert any("the object has been modified" in e for e in ran.errors)
