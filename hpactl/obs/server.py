@@ -93,9 +93,9 @@ class ObservabilityServer:
             site = web.TCPSite(runner, address[0], address[1])
             await site.start()
             self._runners.append(runner)
-            server = site._server
-            sockets = getattr(server, "sockets", None) or []
-            self.ports[name] = sockets[0].getsockname()[1] if sockets else address[1]
+            # The bound port (port 0 asks the kernel for one), via the public API.
+            bound = runner.addresses
+            self.ports[name] = int(bound[0][1]) if bound else address[1]
 
     async def stop(self) -> None:
         for runner in self._runners:
