@@ -18,8 +18,10 @@ Correlation (client-go ``EventCorrelator``), all implemented:
   * count aggregation: an identical event (same source, object, type, reason, message)
     seen before is PATCHed (strategic merge) with ``count`` + 1, ``lastTimestamp`` and
     ``message`` instead of created; if the PATCH finds no object, it is created again;
-  * spam filter: per (source, object) token bucket of burst 25 refilling one
-    token every 5 minutes; events beyond it are dropped.
+  * spam filter: per (source, object, type) token bucket of burst 25 refilling one
+    token every 5 minutes; events beyond it are dropped. The type is part of the key
+    since client-go 1.32 (kubernetes PR #124747), so a flood of Warnings cannot
+    starve an object's Normal events (SuccessfulRescale) or the reverse.
 Event objects: name ``<object name>.<hex unix nanos>``, ``source.component``,
 ``reportingComponent`` (= component), ``reportingInstance`` (= host), ``involvedObject``
 (kind, namespace, name, uid, apiVersion, resourceVersion), first/lastTimestamp, count 1.
@@ -324,7 +326,8 @@ class EventRecorder:
         )
 
     def _spam_key(self, ev: _Event) -> str:
-        return "".join([*self._src(), *self._obj_key(ev.ref)])
+        # client-go getSpamKey: source, involved object and (since 1.32) the type.
+        return "".join([*self._src(), *self._obj_key(ev.ref), ev.type])
 
     def _name_for(self, ref: ObjectRef, at: datetime) -> str:
         nanos = int(at.timestamp()) * 1_000_000_000 + at.microsecond * 1000

@@ -131,7 +131,7 @@ async def test_spam_filter_drops_beyond_burst(emulator: Emulator) -> None:
         r = EventRecorder(s, clock=clock, on_drop=drops.append)
         task = asyncio.create_task(r.run())
         for i in range(26):
-            r.event(hpa_obj(), "Warning" if i % 2 else "Normal", f"Reason{i}", "m")
+            r.event(hpa_obj(), "Normal", f"Reason{i}", "m")
         await r.flush()
         assert len(events(emulator)) == 25
         assert drops == ["spam filter"]
@@ -141,6 +141,34 @@ async def test_spam_filter_drops_beyond_burst(emulator: Emulator) -> None:
         r.close()
         await task
     assert len(events(emulator)) == 26
+
+
+async def test_spam_filter_keeps_normal_events_after_a_flood_of_warnings(
+    emulator: Emulator,
+) -> None:
+    """client-go keys the spam filter by event type too (1.32+, PR #124747): a metric
+    failing every sync must not starve the HPA's SuccessfulRescale events."""
+    clock = VirtualClock()
+    drops: list[str] = []
+    async with KubeSession(master=emulator.url) as s:
+        r = EventRecorder(s, clock=clock, on_drop=drops.append)
+        task = asyncio.create_task(r.run())
+        for i in range(40):
+            clock.advance(15)  # one sync period apart: well under the refill rate
+            r.event(hpa_obj(), "Warning", "FailedGetResourceMetric", f"failed ({i})")
+            await r.flush()
+        r.event(hpa_obj(), "Normal", "SuccessfulRescale", "New size: 4; reason: cpu above target")
+        await r.flush()
+        r.close()
+        await task
+    evs = events(emulator)
+    normal = [e for e in evs if e["type"] == "Normal"]
+    assert [e["reason"] for e in normal] == ["SuccessfulRescale"]
+    # The Warnings themselves are still limited by their own bucket (burst 25, one
+    # token per 300 s refilled over the 600 s): every Warning is written or dropped.
+    warning_writes = sum(e["count"] for e in evs if e["type"] == "Warning")
+    assert 25 <= warning_writes <= 27
+    assert drops == ["spam filter"] * (40 - warning_writes)
 
 
 def test_event_never_blocks_when_queue_full() -> None:
