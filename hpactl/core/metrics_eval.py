@@ -35,7 +35,6 @@ from hpactl.model.hpa import (
     RESOURCE,
     VALUE,
     ContainerResourceMetricStatus,
-    CrossVersionObjectReference,
     ExternalMetricStatus,
     LabelSelectorSpec,
     MetricSpec,
@@ -436,13 +435,13 @@ def _compute(
             except ReplicaCalcError as e:
                 inner = f"failed to get {src.metric.name} object metric: {e.message}"
                 raise _Failure(reason, e.message, outer.format(inner)) from None
-            # Upstream leaves describedObject empty in this status (Go zero value).
+            # describedObject is filled here too since kubernetes PR #124555 (1.31).
             status = MetricStatus(
                 OBJECT,
                 object=ObjectMetricStatus(
                     src.metric,
                     MetricValueStatus(average_value=_dec(r.usage)),
-                    _EMPTY_REF,
+                    src.described_object,
                 ),
             )
             name = f"external metric {src.metric.name}({src.metric.selector_go_string()})"
@@ -625,7 +624,6 @@ def _ok(
     )
 
 
-_EMPTY_REF = CrossVersionObjectReference("", "")
 
 
 @dataclass(frozen=True, slots=True)

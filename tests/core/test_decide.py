@@ -985,7 +985,8 @@ def test_invalid_metric_selector_fails_the_metric() -> None:
 def test_object_average_value_status_and_name() -> None:
     ps = pods(2)
     out = reconcile(inputs(hpa(metrics=[OBJ_AVG]), 2, [obj_value(60_000)], ps))
-    # ratio 60 / (10 x 2) = 3 -> ceil(60 / 10) = 6, legacy cap 4
+    # ratio 60 / (10 x 2) = 3 -> ceil(60 / 10) = 6, legacy cap 4. describedObject is
+    # copied from the spec (kubernetes PR #124555, "Fix empty describedObject in hpa status").
     assert out.desired_replicas == 4
     assert ev(out)[0][2] == "New size: 4; reason: external metric rps(nil) above target"
     assert out.status_raw["currentMetrics"] == [
@@ -994,7 +995,7 @@ def test_object_average_value_status_and_name() -> None:
             "object": {
                 "metric": {"name": "rps"},
                 "current": {"averageValue": "30"},
-                "describedObject": {"kind": "", "name": ""},
+                "describedObject": {"kind": "Ingress", "name": "main"},
             },
         }
     ]

@@ -2003,7 +2003,8 @@ def test_s6_7_object_average_value_status_and_name() -> None:
     m["object"]["target"] = {"type": "AverageValue", "averageValue": "10"}
     sim = Sim(raw_hpa([m]), 2)
     out = sim.sync(0, [ObjectMetricValue(50000, T0)], pods(2))
-    # ratio 50/(10 x 2) = 2.5 → ceil(50/10) = 5, legacy cap 4.
+    # ratio 50/(10 x 2) = 2.5 → ceil(50/10) = 5, legacy cap 4. The status copies
+    # describedObject from the spec (kubernetes PR #124555, 1.31+).
     assert sim.replicas == 4
     assert evs(out) == [
         (
@@ -2018,7 +2019,11 @@ def test_s6_7_object_average_value_status_and_name() -> None:
             "object": {
                 "metric": {"name": "rps"},
                 "current": {"averageValue": "25"},
-                "describedObject": {"kind": "", "name": ""},
+                "describedObject": {
+                    "kind": "Ingress",
+                    "name": "main",
+                    "apiVersion": "networking.k8s.io/v1",
+                },
             },
         }
     ]
