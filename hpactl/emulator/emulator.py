@@ -17,7 +17,7 @@ import yaml
 from aiohttp import web
 
 from hpactl.emulator.convert import default_object, to_storage
-from hpactl.emulator.metrics_api import MetricsState
+from hpactl.emulator.metrics_api import MetricsState, registry_kinds
 from hpactl.emulator.rbac import Authorizer
 from hpactl.emulator.registry import Registry, builtin_registry
 from hpactl.emulator.server import ApiServer, ServerConfig, ServerHooks
@@ -139,6 +139,7 @@ class Emulator:
             lambda: self.now(),
             object_labels=object_labels,
             next_resource_version=next_rv,
+            kinds=registry_kinds(self.registry),
         )
 
     def objects_of_kind(self, kind: str) -> list[Obj]:

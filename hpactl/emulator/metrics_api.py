@@ -38,6 +38,7 @@ from aiohttp import web
 
 from hpactl.emulator import errors
 from hpactl.emulator.errors import ApiError
+from hpactl.emulator.registry import Registry
 from hpactl.model.quantity import parse_quantity
 from hpactl.model.selectors import Selector, parse_selector
 from hpactl.model.times import format_go_duration, format_time, parse_go_duration, parse_time
@@ -50,11 +51,14 @@ __all__ = [
     "METRICS_GROUP",
     "METRICS_GROUPS",
     "METRICS_VERSION",
+    "KindMapping",
+    "KindResolver",
     "MetricsState",
     "metrics_api_group_discovery",
     "metrics_api_openapi_v3",
     "metrics_api_resource_lists",
     "register_metrics_routes",
+    "registry_kinds",
 ]
 
 METRICS_GROUP = "metrics.k8s.io"
@@ -160,22 +164,78 @@ class _GroupResource:
         return requested.group in ("", self.group)
 
 
-def _resource_for_object(described: Mapping[str, Any]) -> _GroupResource:
-    kind = str(described.get("kind", ""))
-    api_version = described.get("apiVersion")
-    known = _KNOWN_KINDS.get(kind)
-    plural = known[2] if known else _guess_plural(kind)
-    group = _group_of(str(api_version)) if api_version else known[0] if known else ""
-    return _GroupResource(group, plural)
+@dataclass(frozen=True, slots=True)
+class KindMapping:
+    """Where a kind is served: its group, preferred version and plural."""
+
+    group: str
+    version: str
+    plural: str
 
 
-def _default_api_version(kind: str) -> str | None:
+KindResolver = Callable[[str, str], "KindMapping | None"]
+"""(group, kind) -> the kind's mapping, or None for a kind the server does not know."""
+
+
+def registry_kinds(registry: Registry) -> KindResolver:
+    """A KindResolver reading the emulator's registry at each call: built-in kinds and
+    the kinds of every CRD installed at that moment, with the plural it declares."""
+
+    def resolve(group: str, kind: str) -> KindMapping | None:
+        rt = registry.by_kind(group, kind)
+        if rt is None:
+            return None
+        preferred = registry.preferred_version(group)
+        served = registry.get(group, preferred, rt.plural) is not None
+        return KindMapping(group, preferred if served else rt.version, rt.plural)
+
+    return resolve
+
+
+def _fallback_mapping(group: str, kind: str) -> KindMapping:
+    """For kinds the resolver does not know: the built-in table's plural (whatever the
+    group), else Go's meta.UnsafeGuessKindToResource."""
     known = _KNOWN_KINDS.get(kind)
-    if known is None:
-        return None
-    # Adapters build describedObject through custom-metrics-apiserver's
-    # helpers.ReferenceFor, which writes Group + "/" + Version: "/v1" for core kinds.
-    return f"{known[0]}/{known[1]}"
+    if known is not None:
+        return KindMapping(group, known[1], known[2])
+    return KindMapping(group, "", _guess_plural(kind))
+
+
+def _default_group(kind: str) -> str:
+    known = _KNOWN_KINDS.get(kind)
+    return known[0] if known else ""
+
+
+class _KindCache:
+    """The kind lookups of one request, each (group, kind) resolved once."""
+
+    def __init__(self, resolve: KindResolver | None) -> None:
+        self._resolve = resolve
+        self._seen: dict[tuple[str, str], KindMapping] = {}
+
+    def mapping(self, group: str, kind: str) -> KindMapping:
+        found = self._seen.get((group, kind))
+        if found is None:
+            resolved = self._resolve(group, kind) if self._resolve is not None else None
+            found = resolved or _fallback_mapping(group, kind)
+            self._seen[(group, kind)] = found
+        return found
+
+    def resource_of(self, described: Mapping[str, Any]) -> _GroupResource:
+        """The resource a describedObject's values are served under: the group of its
+        apiVersion (without one, the built-in kind's group) and that kind's plural."""
+        kind = str(described.get("kind", ""))
+        api_version = described.get("apiVersion")
+        group = _group_of(str(api_version)) if api_version else _default_group(kind)
+        return _GroupResource(group, self.mapping(group, kind).plural)
+
+    def default_api_version(self, kind: str) -> str | None:
+        """What adapters write for a describedObject without apiVersion: they build it
+        through custom-metrics-apiserver's helpers.ReferenceFor, Group + "/" + Version
+        of the kind's mapping ("/v1" for core kinds)."""
+        group = _default_group(kind)
+        mapping = self.mapping(group, kind)
+        return f"{group}/{mapping.version}" if mapping.version else None
 
 
 def _canonical_quantity(value: Any, field: str) -> str:
@@ -498,6 +558,10 @@ class MetricsState:
     (used by custom-metrics ``{resource}/*`` queries for non-Pod kinds; without it only
     Pods have labels), and ``next_resource_version()`` shares the emulator's sequence
     for objects written over HTTP (otherwise a private counter is used).
+    ``kinds(group, kind)`` maps a describedObject's kind to the plural its values are
+    served under, asked at each query (so a CRD installed or removed later counts);
+    kinds it does not know, or all without it, get the built-in table's plural or
+    Go's guess (lowercase, plural by suffix), see :func:`registry_kinds`.
     """
 
     def __init__(
@@ -507,8 +571,10 @@ class MetricsState:
         *,
         object_labels: Callable[[str, str, str, str], Mapping[str, str] | None] | None = None,
         next_resource_version: Callable[[], str] | None = None,
+        kinds: KindResolver | None = None,
     ) -> None:
         self._pod_labels = pod_labels
+        self._kinds = kinds
         self._now = now
         self._object_labels = object_labels
         counter = itertools.count(1)
@@ -836,10 +902,10 @@ class MetricsState:
             raise _not_found(METRICS_GROUP, "podmetrics", f"{namespace}/{name}")
         return body
 
-    def _render_metric_value(self, item: Mapping[str, Any]) -> dict[str, Any]:
+    def _render_metric_value(self, item: Mapping[str, Any], kinds: _KindCache) -> dict[str, Any]:
         described = dict(item["describedObject"])
         if "apiVersion" not in described:
-            default = _default_api_version(described["kind"])
+            default = kinds.default_api_version(described["kind"])
             if default is not None:
                 described["apiVersion"] = default
         out: dict[str, Any] = {
@@ -866,6 +932,7 @@ class MetricsState:
         selector = _selector_param(request, "labelSelector") if wildcard else None
         known = False
         items = []
+        kinds = _KindCache(self._kinds)
         store = self._stores[_METRIC_VALUE]
         # A namespaced object's values are stored in its namespace; root-scoped
         # objects' values may be anywhere.
@@ -875,9 +942,11 @@ class MetricsState:
             else store.values()
         )
         for item in candidates:
+            if item["metric"]["name"] != metric:
+                continue
             described = item["describedObject"]
-            gr = _resource_for_object(described)
-            if not gr.matches_request(requested) or item["metric"]["name"] != metric:
+            gr = kinds.resource_of(described)
+            if not gr.matches_request(requested):
                 continue
             obj_ns = described.get("namespace", "")
             if (namespace or "") != obj_ns:
@@ -893,7 +962,7 @@ class MetricsState:
                     continue  # adapters list the objects first: a missing object has no series
                 if selector is not None and not selector.matches(labels):
                     continue
-            items.append((obj_ns, described["name"], self._render_metric_value(item)))
+            items.append((obj_ns, described["name"], self._render_metric_value(item, kinds)))
         if not items and not wildcard:
             raise ApiError(
                 404,
@@ -961,9 +1030,10 @@ class MetricsState:
             ]
         elif group == CUSTOM_GROUP:
             seen: dict[str, bool] = {}
+            kinds = _KindCache(self._kinds)
             for item in self._stores[_METRIC_VALUE].values():
                 described = item["describedObject"]
-                gr = _resource_for_object(described)
+                gr = kinds.resource_of(described)
                 seen[f"{gr}/{item['metric']['name']}"] = described["kind"] not in _ROOT_SCOPED_KINDS
             resources = [
                 {
