@@ -4,7 +4,11 @@
   from their informer caches (projected to exactly what ``GET .../scale`` returns);
   any other kind is read live through its scale subresource, resolved by discovery.
   A missing cached object gives the API's own NotFound text
-  (``deployments.apps "web" not found``), as the live GET would.
+  (``deployments.apps "web" not found``), as the live GET would; a cached object that
+  could not be read (an unparseable selector) says what is wrong with it.
+  ``distrust(hpa)`` makes the next reads of that target live (GET ``.../scale``) until
+  the cache has caught up with what the live read saw: after a write that conflicted
+  (the cache was stale) or whose answer was lost (it may have landed).
 * Pods: the namespace's pods matching the scale's selector, from the pod cache
   (the core re-checks the selector; filtering here only saves work).
 * Metrics: one fetch per ``spec.metrics`` entry (``metrics_to_fetch``), concurrently,
@@ -28,7 +32,7 @@ from hpactl.core.decide import MetricRequest, ScaleView
 from hpactl.core.metrics_eval import MetricInput
 from hpactl.kube.errors import KubeError
 from hpactl.kube.restmapper import RestMapper, RestMapping, split_api_version
-from hpactl.kube.scaling import get_scale
+from hpactl.kube.scaling import get_scale, read_scale
 from hpactl.kube.session import KubeSession
 from hpactl.model.hpa import HPA
 from hpactl.model.metrics import MetricFetchError
@@ -90,6 +94,18 @@ class Gatherer:
         self._metrics = metrics
         self._tracer = tracer
         self._timeout = call_timeout
+        # target key -> resourceVersion the cache must reach before it is trusted
+        # again ("" = read live at least once).
+        self._distrusted: dict[str, str] = {}
+
+    def distrust(self, hpa: HPA) -> None:
+        """Read ``hpa``'s target live until the cache has caught up (module doc)."""
+        ref = hpa.spec.scale_target_ref
+        self._distrusted[_target_key(ref.kind, hpa.namespace, ref.name)] = ""
+
+    def forget(self, hpa: HPA) -> None:
+        ref = hpa.spec.scale_target_ref
+        self._distrusted.pop(_target_key(ref.kind, hpa.namespace, ref.name), None)
 
     async def scale(self, hpa: HPA) -> ScaleRead:
         ref = hpa.spec.scale_target_ref
@@ -114,7 +130,20 @@ class Gatherer:
         if wk is not None and wk.group == group and self._workloads is not None:
             mapping = RestMapping(wk.group, wk.version, wk.kind, wk.resource, True, True)
             ws = self._workloads.get(ref.kind, hpa.namespace, ref.name)
+            tkey = _target_key(ref.kind, hpa.namespace, ref.name)
+            wanted = self._distrusted.get(tkey)
+            if wanted is not None:
+                if ws is not None and wanted and _rv_at_least(ws.resource_version, wanted):
+                    del self._distrusted[tkey]  # the cache has caught up
+                else:
+                    return await self._live(hpa, mapping, tkey)
             if ws is None:
+                bad = self._workloads.get_error(ref.kind, hpa.namespace, ref.name)
+                if bad is not None:
+                    gr = f"{wk.resource}.{wk.group}" if wk.group else wk.resource
+                    return ScaleRead(
+                        None, f'{gr} "{ref.name}" cannot be scaled: {bad.message}', mapping
+                    )
                 return ScaleRead(None, _not_found(wk.group, wk.resource, ref.name), mapping)
             view = ScaleView(ws.spec_replicas, ws.status_replicas, ws.selector)
             return ScaleRead(
@@ -138,6 +167,22 @@ class Gatherer:
         sc = res.scale
         view = ScaleView(sc.spec_replicas, sc.status_replicas, sc.selector)
         return ScaleRead(view, mapping=res.mapping, resource_version=sc.resource_version)
+
+    async def _live(self, hpa: HPA, mapping: RestMapping, tkey: str) -> ScaleRead:
+        try:
+            async with asyncio.timeout(self._timeout * 2):
+                sc = await read_scale(
+                    self._s, mapping, hpa.namespace, hpa.spec.scale_target_ref.name,
+                    timeout=self._timeout,
+                )
+        except KubeError as exc:
+            return ScaleRead(None, str(exc), mapping)
+        except TimeoutError:
+            return ScaleRead(None, "context deadline exceeded", mapping)
+        if tkey in self._distrusted:
+            self._distrusted[tkey] = sc.resource_version
+        view = ScaleView(sc.spec_replicas, sc.status_replicas, sc.selector)
+        return ScaleRead(view, mapping=mapping, resource_version=sc.resource_version)
 
     def pods(self, namespace: str, selector_text: str) -> Sequence[PodView]:
         if not selector_text:
@@ -181,6 +226,17 @@ class Gatherer:
             elif isinstance(value, dict):
                 span.set_attribute("hpactl.metric.samples", len(value))
             return FetchedMetric(req, value, time.perf_counter() - started, err)
+
+
+def _target_key(kind: str, namespace: str, name: str) -> str:
+    return f"{kind}/{namespace}/{name}"
+
+
+def _rv_at_least(cached: str, seen: str) -> bool:
+    try:
+        return int(cached) >= int(seen)
+    except ValueError:
+        return cached == seen
 
 
 def _deadline_text(req: MetricRequest) -> str:

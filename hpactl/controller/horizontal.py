@@ -13,6 +13,15 @@
   (``FailedUpdateStatus`` on failure) → events → history. It returns a
   :class:`SyncRecord` and emits the ``hpa.sync`` span, the ``hpa.synced`` log event
   and the Prometheus observations.
+* Writes that cannot be trusted are not repeated blindly: a scale write that
+  conflicts because the target's replicas changed since the decision
+  (``StaleScale``: the cache was behind) is decided again once from a live read; a
+  scale write whose answer was lost (timeout, connection reset, 504) is reported as
+  upstream reports a failure, and the next sync reads the target live and, if the
+  write landed, stores the scale event it made, so rate limits count it.
+* With a write fence (``session.write_fence``, set by ``hpactl run`` to the leader
+  lease), a sync starts only while the fence is open; a write refused by it
+  (``NotLeader``) ends the sync with nothing more written (``skipped="not-leader"``).
 * :meth:`HorizontalController.sync_all` syncs every cached HPA once (sorted keys,
   bounded concurrency): the deterministic entry point of ``hpactl simulate``. Syncs
   start in key order and each records its selector before its first wait on I/O
@@ -29,6 +38,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Protocol
 
 import structlog
@@ -50,13 +60,14 @@ from hpactl.core.decide import (
     finalize,
     metrics_to_fetch,
     needs_metrics,
+    record_rescale,
     with_selector,
 )
 from hpactl.core.history import History
 from hpactl.core.metrics_eval import WARNING, Event
-from hpactl.kube.errors import KubeError
+from hpactl.kube.errors import ApiError, KubeError, NotLeader, TransportError
 from hpactl.kube.events import EventRecorder, Involved, ObjectRef
-from hpactl.kube.scaling import update_scale
+from hpactl.kube.scaling import StaleScale, update_scale
 from hpactl.kube.session import KubeSession
 from hpactl.kube.status import update_hpa_status
 from hpactl.model.hpa import HPA
@@ -102,6 +113,29 @@ class SyncRecord:
     status_written: bool = False
     events: tuple[Event, ...] = field(default=())
     skipped: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _UncertainRescale:
+    """A scale write whose answer was lost: it may have been applied."""
+
+    previous: int
+    desired: int
+    at: datetime
+
+
+class _StaleInput(Exception):
+    """The scale write found the target changed since the decision (StaleScale)."""
+
+
+# Errors after which a write may or may not have been applied.
+_UNKNOWN_OUTCOME_CODES = frozenset({504})
+
+
+def _outcome_unknown(exc: BaseException) -> bool:
+    if isinstance(exc, TransportError | TimeoutError):
+        return True
+    return isinstance(exc, ApiError) and exc.code in _UNKNOWN_OUTCOME_CODES
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -171,6 +205,7 @@ class HorizontalController:
         self.history: dict[str, History] = {}
         self.last_records: dict[str, SyncRecord] = {}
         self._written_rv: dict[str, int] = {}
+        self._uncertain: dict[str, _UncertainRescale] = {}
         self._invalid_reported: dict[str, str] = {}
         self.supervisor: SyncSupervisor | None = None
         self.on_record: Callable[[SyncRecord], None] | None = None
@@ -214,6 +249,7 @@ class HorizontalController:
         self.history.pop(key, None)
         self.last_records.pop(key, None)
         self._written_rv.pop(key, None)
+        self._uncertain.pop(key, None)
         self._invalid_reported.pop(key, None)
         ns, name = _split(key)
         if self.metrics is not None:
@@ -230,6 +266,7 @@ class HorizontalController:
         self.history.clear()
         self.last_records.clear()
         self._written_rv.clear()
+        self._uncertain.clear()
         on_lag = self.metrics.schedule_lag.observe if self.metrics is not None else None
         sup = SyncSupervisor(
             self.clock,
@@ -276,6 +313,10 @@ class HorizontalController:
     async def sync_one(self, key: str) -> SyncRecord | None:
         """Reconcile one HPA; None when it no longer exists (its state is forgotten)."""
         ns, name = _split(key)
+        fence = self._session.write_fence
+        if fence is not None and not fence():
+            log.info("hpa.skipped", hpa=key, reason="not-leader")
+            return SyncRecord(key, None, None, False, "", None, skipped="not-leader")
         hpa = self.hpas.get(ns, name)
         if hpa is None:
             bad = self.hpas.get_error(ns, name)
@@ -311,6 +352,11 @@ class HorizontalController:
                 _base_attributes(span, hpa)
                 try:
                     rec = await self._reconcile(hpa, span)
+                except NotLeader as exc:
+                    # The lease is no longer provably ours: nothing more is written.
+                    log.warning("hpa.sync_aborted", hpa=key, reason=str(exc))
+                    span.set_attribute("hpactl.skipped", "not-leader")
+                    rec = SyncRecord(key, None, None, False, "", None, skipped="not-leader")
                 except Exception as exc:  # a bug must not kill the task: record and go on
                     log.exception("hpa.sync_failed", hpa=key)
                     span.record_exception(exc)
@@ -351,10 +397,36 @@ class HorizontalController:
         return SyncRecord(key, None, None, False, "InvalidHPA", None, (msg,), skipped="invalid")
 
     async def _reconcile(self, hpa: HPA, span: trace.Span) -> SyncRecord:
+        try:
+            return await self._reconcile_once(hpa, span)
+        except _StaleInput:
+            # The cache was behind the target: decide again, once, from a live read.
+            span.add_event("hpactl.scale.stale_input")
+            return await self._reconcile_once(hpa, span, retried=True)
+
+    def _settle_uncertain(self, hpa: HPA, read: ScaleRead, history: History) -> History:
+        """A lost scale-write answer: if the live read shows it landed, count it."""
+        if read.scale is None:
+            return history  # keep what is pending until the target can be read
+        pending = self._uncertain.pop(hpa.key, None)
+        if pending is None or read.scale.spec_replicas != pending.desired:
+            return history
+        log.info(
+            "hpa.rescale_landed",
+            hpa=hpa.key,
+            previous=pending.previous,
+            desired=pending.desired,
+        )
+        return record_rescale(history, hpa, pending.previous, pending.desired, pending.at)
+
+    async def _reconcile_once(
+        self, hpa: HPA, span: trace.Span, *, retried: bool = False
+    ) -> SyncRecord:
         key = hpa.key
         now = self.clock.now()
         history = self.history.get(key, History())
         read: ScaleRead = await self.gatherer.scale(hpa)
+        history = self._settle_uncertain(hpa, read, history)
         pods = self.gatherer.pods(hpa.namespace, read.scale.selector) if read.scale else ()
         inputs = SyncInputs(
             hpa=hpa,
@@ -385,7 +457,7 @@ class HorizontalController:
 
         result: ScaleWriteResult | None = None
         if plan.rescale:
-            result = await self._write_scale(hpa, read, plan.desired_replicas)
+            result = await self._write_scale(hpa, read, plan.desired_replicas, retried=retried)
         outcome = finalize(plan, result)
         self.history[key] = outcome.history
 
@@ -437,14 +509,17 @@ class HorizontalController:
         )
         return rec
 
-    async def _write_scale(self, hpa: HPA, read: ScaleRead, desired: int) -> ScaleWriteResult:
+    async def _write_scale(
+        self, hpa: HPA, read: ScaleRead, desired: int, *, retried: bool = False
+    ) -> ScaleWriteResult:
         ref = hpa.spec.scale_target_ref
+        assert read.scale is not None and read.mapping is not None
+        current = read.scale.spec_replicas
         with self.tracer.start_as_current_span(SPAN_SCALE_UPDATE) as span:
             span.set_attribute("hpactl.replicas.desired", desired)
             span.set_attribute("hpactl.target.kind", ref.kind)
             span.set_attribute("hpactl.target.name", ref.name)
             try:
-                assert read.mapping is not None
                 async with asyncio.timeout(self.call_timeout * 3):
                     await update_scale(
                         self._session,
@@ -453,14 +528,26 @@ class HorizontalController:
                         ref.name,
                         desired,
                         resource_version=read.resource_version,
+                        expected_replicas=current,
                         timeout=self.call_timeout,
                     )
-            except KubeError as exc:
+            except NotLeader:
+                raise
+            except StaleScale as exc:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
+                self.gatherer.distrust(hpa)
+                if not retried:
+                    raise _StaleInput() from exc
                 return ScaleWriteResult.failed(str(exc))
-            except TimeoutError:
-                span.set_status(trace.Status(trace.StatusCode.ERROR, "timeout"))
-                return ScaleWriteResult.failed("context deadline exceeded")
+            except (KubeError, TimeoutError) as exc:
+                text = str(exc) if isinstance(exc, KubeError) else "context deadline exceeded"
+                span.set_status(trace.Status(trace.StatusCode.ERROR, text))
+                if _outcome_unknown(exc):
+                    # The write may have landed: read the target live next time.
+                    self._uncertain[hpa.key] = _UncertainRescale(current, desired, self.clock.now())
+                    self.gatherer.distrust(hpa)
+                    span.set_attribute("hpactl.scale.outcome", "unknown")
+                return ScaleWriteResult.failed(text)
             return ScaleWriteResult.succeeded()
 
     async def _write_status(self, hpa: HPA, outcome: Outcome) -> str | None:
@@ -470,6 +557,8 @@ class HorizontalController:
                     stored = await update_hpa_status(
                         self._session, hpa, outcome.status_raw, timeout=self.call_timeout
                     )
+            except NotLeader:
+                raise
             except KubeError as exc:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, str(exc)))
                 return str(exc)

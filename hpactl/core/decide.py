@@ -96,6 +96,7 @@ __all__ = [
     "metrics_to_fetch",
     "needs_metrics",
     "reconcile",
+    "record_rescale",
     "with_selector",
 ]
 
@@ -933,6 +934,24 @@ def _metric_explanation(o: MetricOutcome) -> MetricExplanation:
 # ----------------------------------------------------------------------------- finalize
 
 
+def record_rescale(
+    history: History, hpa: HPA, previous: int, new: int, at: datetime
+) -> History:
+    """The scale event a successful rescale stores (``storeScaleEvent``; behavior HPAs
+    only). Also used when a write whose answer was lost turns out to have landed."""
+    b = hpa.spec.behavior
+    if b is None or previous == new:
+        return history
+    return store_scale_event(
+        history,
+        previous,
+        new,
+        get_longest_policy_period(b.scale_up),
+        get_longest_policy_period(b.scale_down),
+        at,
+    )
+
+
 def finalize(plan: Plan, scale_result: ScaleWriteResult | None = None) -> Outcome:
     """The rest of ``reconcileAutoscaler`` once the scale update was attempted.
 
@@ -1001,16 +1020,7 @@ def finalize(plan: Plan, scale_result: ScaleWriteResult | None = None) -> Outcom
     events.append(
         Event(NORMAL, "SuccessfulRescale", f"New size: {desired}; reason: {plan.rescale_reason}")
     )
-    b = hpa.spec.behavior
-    if b is not None:
-        history = store_scale_event(
-            history,
-            current,
-            desired,
-            get_longest_policy_period(b.scale_up),
-            get_longest_policy_period(b.scale_down),
-            now,
-        )
+    history = record_rescale(history, hpa, current, desired, now)
     if config.scale_to_zero:
         if (
             current > 0

@@ -48,6 +48,7 @@ __all__ = [
     "KubeError",
     "MethodNotAllowed",
     "NotFound",
+    "NotLeader",
     "RequestTimeout",
     "ServerError",
     "ServiceUnavailable",
@@ -78,6 +79,10 @@ class TransportError(KubeError):
 
 class RequestTimeout(TransportError):
     """The client-side deadline passed before a (complete) response."""
+
+
+class NotLeader(KubeError):
+    """A write refused before it was sent: this replica cannot prove it holds the lease."""
 
 
 class ApiError(KubeError):

@@ -25,8 +25,10 @@ Correlation (client-go ``EventCorrelator``), all implemented:
 Event objects: name ``<object name>.<hex unix nanos>``, ``source.component``,
 ``reportingComponent`` (= component), ``reportingInstance`` (= host), ``involvedObject``
 (kind, namespace, name, uid, apiVersion, resourceVersion), first/lastTimestamp, count 1.
-Writes are retried only on transport errors (client-go gives up on any server
-rejection), ``max_tries`` times, ``retry_sleep`` apart.
+Writes are retried on transport errors and on 5xx answers (a server in trouble, not
+a rejection of the event; client-go gives up on those unless they carry Retry-After,
+which the session already honours), ``max_tries`` times, ``retry_sleep`` apart; any
+4xx is final. A write refused by the leader fence (``NotLeader``) is dropped.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from hpactl.kube.errors import ApiError, NotFound, TransportError
+from hpactl.kube.errors import ApiError, NotFound, NotLeader, TransportError
 from hpactl.kube.identity import ObjectIdentity
 from hpactl.kube.paths import resource_path
 from hpactl.kube.requests import create_json, patch_json
@@ -411,17 +413,20 @@ class EventRecorder:
         for attempt in range(self._max_tries):
             try:
                 written = await self._write(ev)
-            except TransportError:
+            except NotLeader:
+                self._drop("not leader")  # fenced: this replica no longer holds the lease
+                return
+            except (TransportError, ApiError) as exc:
+                if isinstance(exc, ApiError) and exc.code < 500:
+                    log.warning("server rejected event %s/%s: %s", ev.namespace, ev.name, exc)
+                    return
                 if attempt + 1 >= self._max_tries:
-                    log.warning("giving up on event %s/%s", ev.namespace, ev.name)
+                    log.warning("giving up on event %s/%s: %s", ev.namespace, ev.name, exc)
                     return
                 # client-go randomizes the first sleep so restarts don't stampede.
                 delay = self._retry_sleep * (random.random() if attempt == 0 else 1.0)
                 await self._clock.sleep(delay)
                 continue
-            except ApiError as exc:
-                log.warning("server rejected event %s/%s: %s", ev.namespace, ev.name, exc)
-                return
             self._update_state(written)
             self.written += 1
             return

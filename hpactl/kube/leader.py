@@ -23,6 +23,17 @@ request_timeout=None)``
     acquireTime = renewTime = now, leaseTransitions kept.
 ``elector.is_leader`` / ``elector.leader_identity`` / ``elector.identity``
 ``elector.leading``: an ``asyncio.Event`` set while leading.
+``elector.holds_lease() -> bool``
+    True only while leading and less than ``renew_deadline`` has passed since the
+    last successful acquire or renew *was sent*. Other candidates wait
+    ``leaseDurationSeconds`` (> renew_deadline) from when they saw that renewal, so
+    while this is True no other replica can have taken over. A process that was
+    paused (SIGSTOP, a long GC, a starved node) finds it False the moment it runs
+    again: ``hpactl run`` fences every write with it.
+
+Unlike client-go, a renew attempt that finds the lease held by another identity
+ends leadership at once instead of retrying until ``renew_deadline``: that lease was
+taken over, and nothing this replica does from then on may reach the API server.
 
 A lease held by another identity counts as valid until ``leaseDurationSeconds`` after
 this elector last *observed it change* (local monotonic time, not the lease's
@@ -118,6 +129,7 @@ class LeaderElector:
         self._lease: dict[str, Any] | None = None  # the last Lease read or written
         self._observed_time = 0.0
         self._reported_leader = ""
+        self._renewed_at: float | None = None  # monotonic send time of the last success
         self.leading = asyncio.Event()
 
     # -- state ---------------------------------------------------------------------
@@ -134,6 +146,20 @@ class LeaderElector:
     @property
     def is_leader(self) -> bool:
         return self.leader_identity == self.identity
+
+    def holds_lease(self) -> bool:
+        """See the module docstring: may this replica write right now?"""
+        renewed = self._renewed_at
+        return (
+            self.leading.is_set()
+            and self.is_leader
+            and renewed is not None
+            and self._clock.monotonic() < renewed + self.renew_deadline
+        )
+
+    def _held_by_another(self) -> bool:
+        holder = self.leader_identity
+        return bool(holder) and holder != self.identity and self._lease_valid()
 
     def _req_timeout(self) -> float:
         t = (
@@ -158,6 +184,13 @@ class LeaderElector:
 
     # -- one attempt (client-go tryAcquireOrRenew) -----------------------------------------
     async def try_acquire_or_renew(self) -> bool:
+        sent = self._clock.monotonic()
+        if await self._try_acquire_or_renew():
+            self._renewed_at = sent
+            return True
+        return False
+
+    async def _try_acquire_or_renew(self) -> bool:
         now = format_micro_time(self._clock.now())
         desired: dict[str, Any] = {
             "holderIdentity": self.identity,
@@ -267,6 +300,14 @@ class LeaderElector:
                 if await self.try_acquire_or_renew():
                     ok = True
                     break
+                if self._held_by_another():
+                    log.info(
+                        "lease %s/%s is held by %s: stopped leading",
+                        self.namespace,
+                        self.name,
+                        self.leader_identity,
+                    )
+                    return
                 remaining = deadline - self._clock.monotonic()
                 if remaining <= 0:
                     break

@@ -9,8 +9,8 @@
     ``ScaleResult(scale: ScaleView, mapping: RestMapping)``.
 
 ``await update_scale(session, mapping, namespace, name, replicas, *, current=None,
-resource_version=None, backoff=DEFAULT_RETRY, sleep=asyncio.sleep, timeout=None)
--> ScaleView``
+resource_version=None, expected_replicas=None, backoff=DEFAULT_RETRY,
+sleep=asyncio.sleep, timeout=None) -> ScaleView``
     PUT ``.../scale`` with ``spec.replicas``; on Conflict re-GET the scale, set the
     replicas again and PUT (client-go ``retry.RetryOnConflict(retry.DefaultRetry, ...)``:
     5 steps, 10 ms, factor 1, jitter 0.1). ``current`` (the scale read at the start
@@ -18,6 +18,15 @@ resource_version=None, backoff=DEFAULT_RETRY, sleep=asyncio.sleep, timeout=None)
     ``resource_version`` (e.g. of the cached workload: the scale subresource shares
     the object's resourceVersion); with neither, the scale is read first. The last Conflict
     is raised when the steps run out.
+
+    ``expected_replicas``: the ``spec.replicas`` the decision was made from. When the
+    re-read after a Conflict shows other replicas, the decision rests on stale input
+    and is not sent again: ``StaleScale`` is raised with the fresh scale, for the
+    caller to decide anew. Only a Conflict over something else (the object's status,
+    its labels) is retried with the same replicas.
+
+``await read_scale(session, mapping, namespace, name, *, timeout=None) -> ScaleView``
+    GET ``.../scale`` for a known mapping.
 
 ``ScaleView(namespace, name, spec_replicas, status_replicas, selector,
 resource_version, uid)``: a plain projection.
@@ -47,7 +56,9 @@ __all__ = [
     "Backoff",
     "ScaleResult",
     "ScaleView",
+    "StaleScale",
     "get_scale",
+    "read_scale",
     "scale_path",
     "scale_view_from_raw",
     "update_scale",
@@ -86,6 +97,18 @@ class ScaleView:
     selector: str
     resource_version: str
     uid: str = ""
+
+
+class StaleScale(KubeError):
+    """The target's replicas changed since the decision was made (see update_scale)."""
+
+    def __init__(self, scale: ScaleView, expected: int) -> None:
+        super().__init__(
+            f"the scale of {scale.namespace}/{scale.name} changed while deciding: "
+            f"spec.replicas is {scale.spec_replicas}, the decision was made from {expected}"
+        )
+        self.scale = scale
+        self.expected = expected
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +173,19 @@ async def get_scale(
     raise first
 
 
+async def read_scale(
+    session: KubeSession,
+    mapping: RestMapping,
+    namespace: str,
+    name: str,
+    *,
+    timeout: float | None = None,
+) -> ScaleView:
+    return scale_view_from_raw(
+        await get_json(session, scale_path(mapping, namespace, name), timeout=timeout)
+    )
+
+
 def _scale_body(
     mapping: RestMapping, namespace: str, name: str, rv: str, replicas: int
 ) -> dict[str, Any]:
@@ -175,6 +211,7 @@ async def update_scale(
     *,
     current: ScaleView | None = None,
     resource_version: str | None = None,
+    expected_replicas: int | None = None,
     backoff: Backoff = DEFAULT_RETRY,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     timeout: float | None = None,
@@ -185,9 +222,10 @@ async def update_scale(
     rv = current.resource_version if current is not None else resource_version
     while True:
         if rv is None:
-            rv = scale_view_from_raw(
-                await get_json(session, path, timeout=timeout)
-            ).resource_version
+            fresh = await read_scale(session, mapping, namespace, name, timeout=timeout)
+            if expected_replicas is not None and fresh.spec_replicas != expected_replicas:
+                raise StaleScale(fresh, expected_replicas)
+            rv = fresh.resource_version
         try:
             raw = await put_json(
                 session, path, _scale_body(mapping, namespace, name, rv, replicas), timeout=timeout

@@ -17,6 +17,22 @@ timeout=None, verb=None) -> Response``
     ``hpactl.kube.requests`` for the JSON helpers that do); raises
     ``errors.TransportError`` / ``errors.RequestTimeout`` when no response arrives.
 
+    A response of 429, or of 5xx with a ``Retry-After`` header, is sent again after
+    that many seconds, at most ``max_retries`` (10) times, as client-go's rest client
+    does for every verb; the last response is returned.
+
+``s.write_fence``
+    ``Callable[[], bool] | None``. When set, every mutating request (create, update,
+    patch, delete) outside leader election and access reviews is checked against it
+    just before it is sent (after the rate limiter's wait) and refused with
+    ``errors.NotLeader`` when it returns False: a replica that cannot prove it holds
+    the leader lease writes nothing (``hpactl run`` sets it to
+    ``LeaderElector.holds_lease``).
+
+``s.last_success`` / ``s.last_failure``
+    Monotonic time of the last request that got an HTTP response, and
+    ``(time, error)`` of the last one that got none; ``/readyz`` reads them.
+
 ``s.stream(path, *, query=None, read_timeout, verb="watch")``
     Async context manager yielding an open ``StreamResponse`` (status, headers,
     ``readline()``); each read waits at most ``read_timeout`` seconds.
@@ -73,7 +89,7 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from hpactl import __version__
-from hpactl.kube.errors import RequestTimeout, TransportError
+from hpactl.kube.errors import NotLeader, RequestTimeout, TransportError
 from hpactl.kube.paths import RequestInfo, parse_path
 
 __all__ = [
@@ -98,6 +114,30 @@ QueryParams = Mapping[str, str | int | bool] | Sequence[tuple[str, str]]
 _OWN_CLIENT_GROUPS = frozenset(
     {"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "coordination.k8s.io"}
 )
+
+
+# Writes that leader election itself and access reviews make: never fenced.
+_UNFENCED_GROUPS = frozenset(
+    {"coordination.k8s.io", "authentication.k8s.io", "authorization.k8s.io"}
+)
+_MUTATING_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+#: client-go ``rest.Request`` maxRetries.
+DEFAULT_MAX_RETRIES = 10
+
+
+def _retry_after_seconds(status: int, headers: Mapping[str, str]) -> float | None:
+    """client-go ``checkWait``: 429 or any 5xx, with an integer ``Retry-After``."""
+    if status != 429 and status < 500:
+        return None
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        seconds = int(value.strip())
+    except ValueError:
+        return None
+    return float(max(0, seconds))
 
 
 def default_user_agent() -> str:
@@ -296,6 +336,8 @@ class KubeSession:
         on_request: RequestHook | None = None,
         user_agent: str | None = None,
         limiter: TokenBucket | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._kubeconfig = kubeconfig
         self._master = master
@@ -307,6 +349,11 @@ class KubeSession:
         self.limiter = limiter if limiter is not None else TokenBucket(qps, burst)
         self._side_limiters: dict[str, TokenBucket] = {}
         self._api: Any = None
+        self.max_retries = max_retries
+        self._sleep = sleep
+        self.write_fence: Callable[[], bool] | None = None
+        self.last_success: float | None = None
+        self.last_failure: tuple[float, str] | None = None
 
     # -- lifecycle -------------------------------------------------------------
     async def __aenter__(self) -> KubeSession:
@@ -411,11 +458,42 @@ class KubeSession:
         info = parse_path(path)
         qlist = _query_list(query)
         kverb = verb or _kube_verb(method, info, qlist)
+        fenced = kverb in _MUTATING_VERBS and info.group not in _UNFENCED_GROUPS
         headers = await self._headers(qlist, content_type or JSON_CONTENT_TYPE)
         total = self.request_timeout if timeout is None else timeout
         ctimeout = aiohttp.ClientTimeout(total=total, connect=min(self.connect_timeout, total))
         url = api.configuration.host + path
-        await self.limiter_for(info, kverb).wait()
+        retries = 0
+        while True:
+            await self.limiter_for(info, kverb).wait()
+            fence = self.write_fence
+            if fenced and fence is not None and not fence():
+                raise NotLeader(
+                    f"not sending {method.upper()} {path}: "
+                    "this replica does not hold the leader lease"
+                )
+            resp = await self._exchange(
+                api, method, url, qlist, headers, body, ctimeout, total, kverb, info
+            )
+            wait = _retry_after_seconds(resp.status, resp.headers)
+            if wait is None or retries >= self.max_retries:
+                return resp
+            retries += 1
+            await self._sleep(wait)
+
+    async def _exchange(
+        self,
+        api: Any,
+        method: str,
+        url: str,
+        qlist: list[tuple[str, str]],
+        headers: dict[str, str],
+        body: Any,
+        ctimeout: aiohttp.ClientTimeout,
+        total: float,
+        kverb: str,
+        info: RequestInfo,
+    ) -> Response:
         started = time.monotonic()
         reported = False
         try:
@@ -439,7 +517,10 @@ class KubeSession:
         except (TimeoutError, aiohttp.ClientError) as exc:
             if not reported:
                 self._report(kverb, info, "<error>", started)
-            raise _transport_error(method, _with_query(url, qlist), exc) from exc
+            err = _transport_error(method, _with_query(url, qlist), exc)
+            self.last_failure = (time.monotonic(), str(err))
+            raise err from exc
+        self.last_success = time.monotonic()
         return Response(
             status=resp.status,
             headers=resp.headers.copy(),
