@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from support.proxy import RecordingProxy
 
 from hpactl.clock import VirtualClock
 from hpactl.config import ClientConnectionConfig, ControllerConfig
@@ -17,8 +18,6 @@ from hpactl.controller.app import ControllerApp
 from hpactl.emulator.emulator import Emulator
 from hpactl.emulator.faults import FaultInjector, FaultRule
 from hpactl.model.featuregates import FeatureGates
-
-from support.proxy import RecordingProxy
 
 from .builders import events, hpa, pod_metrics, workload
 
@@ -316,6 +315,8 @@ async def test_a_target_whose_selector_cannot_be_parsed_says_so(rig_factory: Any
     rig.emu.store.create(hpa("web", "web"))
     await rig.settle()
     (rec,) = await rig.app.controller.sync_all()
+    assert rec.current is None and rec.explanation is not None
+    assert rec.explanation.path == "failed-get-scale"
     (ev,) = events(rig.emu, reason="FailedGetScale")
     assert ev["message"].startswith('deployments.apps "web" cannot be scaled: ')
     assert "Sometimes" in ev["message"]
