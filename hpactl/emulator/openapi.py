@@ -30,6 +30,34 @@ _BODY_TYPES = (
 )
 
 
+def patch_path_item(group: str, version: str, kind: str) -> dict[str, Any]:
+    """The path item of an object's URL: its PATCH operation, as kubectl reads it."""
+    gvk = {"group": group, "version": version, "kind": kind}
+    return {
+        "patch": {
+            "operationId": f"patch{kind}",
+            "parameters": list(_PARAMS),
+            "requestBody": {
+                "content": {t: {"schema": {"type": "object"}} for t in _BODY_TYPES},
+                "required": True,
+            },
+            "responses": {"200": {"description": "OK"}},
+            "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": gvk,
+        }
+    }
+
+
+def gv_document(paths: dict[str, Any], title_version: str) -> dict[str, Any]:
+    """An OpenAPI v3 document of one group-version with these paths."""
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": title_version},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
+
+
 def _gv_doc(server: Any, group: str, version: str) -> dict[str, Any]:
     prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
     paths: dict[str, Any] = {}
@@ -41,26 +69,8 @@ def _gv_doc(server: Any, group: str, version: str) -> dict[str, Any]:
             if rt.namespaced
             else f"{prefix}/{rt.plural}/{{name}}"
         )
-        gvk = {"group": group, "version": version, "kind": rt.kind}
-        paths[path] = {
-            "patch": {
-                "operationId": f"patch{rt.kind}",
-                "parameters": list(_PARAMS),
-                "requestBody": {
-                    "content": {t: {"schema": {"type": "object"}} for t in _BODY_TYPES},
-                    "required": True,
-                },
-                "responses": {"200": {"description": "OK"}},
-                "x-kubernetes-action": "patch",
-                "x-kubernetes-group-version-kind": gvk,
-            }
-        }
-    return {
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": server.config.git_version},
-        "paths": paths,
-        "components": {"schemas": {}},
-    }
+        paths[path] = patch_path_item(group, version, rt.kind)
+    return gv_document(paths, server.config.git_version)
 
 
 def openapi_response(server: Any, request: web.Request, parts: list[str]) -> web.StreamResponse:
