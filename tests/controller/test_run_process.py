@@ -24,6 +24,7 @@ import pytest
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from prometheus_client.parser import text_string_to_metric_families
+from support.proxy import RecordingProxy
 
 from hpactl.emulator.emulator import Emulator
 
@@ -406,3 +407,71 @@ async def test_run_aggregates_repeated_events_and_leaves_unchanged_status_alone(
         assert event["count"] >= 4 and event["type"] == "Warning"
         assert rv() == written  # the same status is never written again
         assert await proc.stop() == 0
+
+
+async def test_a_paused_leader_writes_nothing_once_it_resumes_without_the_lease(
+    spawn: Callable[..., Any],
+) -> None:
+    """Issue: a leader paused (SIGSTOP) longer than the lease, resumed after the standby
+    took over, went on scaling, writing status and Events for another 10 s. Each
+    process talks through its own recording proxy, so every write is attributed."""
+    le = [
+        "--leader-elect=true",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=250ms",
+        "--leader-elect-resource-namespace=kube-system",
+        "--leader-elect-resource-name=hpactl-fence",
+        "--horizontal-pod-autoscaler-downscale-stabilization=0s",
+    ]
+
+    def holder() -> str:
+        lease = emu.store.get("coordination.k8s.io", "leases", "kube-system", "hpactl-fence")
+        return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+    async with (
+        Emulator() as emu,
+        RecordingProxy(emu.url) as via_a,
+        RecordingProxy(emu.url) as via_b,
+    ):
+        names = workload(emu, "web", 2, _now())
+        emu.metrics.set_pod_metrics(pod_metrics(names, "50m", _now()))  # at the target
+        emu.store.create(hpa("web", "web", max_replicas=4))
+
+        a: Proc = await spawn([f"--master={via_a.url}", *_args(emu, *le)[1:]])
+        await wait_until(lambda: a.logged("hpactl.leading") is not None, 30, a, "A leads")
+        b: Proc = await spawn([f"--master={via_b.url}", *_args(emu, *le)[1:]])
+        await wait_until(lambda: b.logged("hpactl.electing") is not None, 30, b, "B elects")
+        await asyncio.sleep(1.5)  # A syncs the HPA at least once: its caches are warm
+
+        a.proc.send_signal(signal.SIGSTOP)
+        try:
+            await wait_until(lambda: b.logged("hpactl.leading") is not None, 30, b, "takeover")
+            leader_b = b.logged("hpactl.leading")
+            assert leader_b is not None and holder() == leader_b["identity"]
+            # The load rises while A sleeps: B scales. A's cache still says 2 replicas.
+            emu.metrics.set_pod_metrics(pod_metrics(names, "200m", _now()))
+            await wait_until(lambda: _replicas(emu) == 4, 30, b, "B scales to 4")
+        finally:
+            resumed = asyncio.get_running_loop().time()
+            a.proc.send_signal(signal.SIGCONT)
+
+        await wait_until(
+            lambda: a.logged("hpactl.stopped_leading") is not None, 30, a, "A stops leading"
+        )
+        await asyncio.sleep(2.0)  # the window in which the old leader used to write
+        late = [
+            w
+            for w in via_a.writes()
+            if w.at >= resumed - 0.05  # a write sent before SIGSTOP is not A's fault
+        ]
+        assert late == [], f"the old leader wrote after resuming: {late}"
+        assert holder() == leader_b["identity"]
+        assert _replicas(emu) == 4
+        # A is a standby again once its caches are relisted; B keeps leading.
+        for _ in range(100):
+            if await a.readyz() == 200:
+                break
+            await asyncio.sleep(0.05)
+        assert await a.readyz() == 200
+        assert via_b.writes(), "B, the leader, did write"

@@ -206,3 +206,48 @@ async def test_leader_renews_with_one_update_per_period(emulator: Emulator) -> N
         ta.cancel()
         with pytest.raises(asyncio.CancelledError):
             await ta
+
+
+async def test_holds_lease_closes_when_a_renewal_is_older_than_the_renew_deadline(
+    emulator: Emulator,
+) -> None:
+    """The write fence: a leader whose last successful renewal was sent renew_deadline
+    ago (a paused process: its clock jumped) may not write, whatever its state says."""
+    clock = VirtualClock()
+    async with KubeSession(master=emulator.url) as s:
+        a = elector(s, clock, "a")
+        assert not a.holds_lease()  # not leading yet
+        ta = asyncio.create_task(a.run())
+        await until(lambda: a.leading.is_set() and clock.sleepers >= 1, "a leading")
+        assert a.holds_lease()
+        await step(clock, 6, 1)  # renewed every 2 s: still provably ours
+        assert a.holds_lease()
+        # The process is frozen for longer than the renew deadline (10 s): on waking,
+        # before any renew attempt runs, the fence is closed.
+        clock.advance(10.0)
+        assert a.leading.is_set() and a.is_leader  # the elector has not noticed yet
+        assert not a.holds_lease()
+        ta.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await ta
+
+
+async def test_a_renewal_that_finds_another_holder_stops_leading_at_once(
+    emulator: Emulator,
+) -> None:
+    clock = VirtualClock()
+    stopped: list[float] = []
+    async with KubeSession(master=emulator.url) as s:
+        a = elector(s, clock, "a", on_stopped_leading=lambda: stopped.append(clock.monotonic()))
+        ta = asyncio.create_task(a.run())
+        await until(lambda: a.leading.is_set() and clock.sleepers >= 1, "a leading")
+        # Another replica took the lease over (a was paused past the lease duration).
+        obj = emulator.store.get("coordination.k8s.io", "leases", "kube-system", "hpactl")
+        assert obj is not None
+        obj["spec"]["holderIdentity"] = "b"
+        emulator.store.apply(obj)
+        woke = clock.monotonic() + 2.0
+        clock.advance(2.0)  # the next renewal (retryPeriod 2 s)
+        await asyncio.wait_for(ta, 5)  # run() returns: no retrying until renewDeadline
+        assert stopped and stopped[0] <= woke + 1e-6
+        assert not a.holds_lease() and lease(emulator)["holderIdentity"] == "b"
