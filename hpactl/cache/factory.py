@@ -3,6 +3,9 @@
 ``SharedInformers`` is client-go's ``SharedInformerFactory`` for the types the HPA
 controller reads: asking for a lister creates its informer once; `start()` runs
 every informer created so far; `wait_for_cache_sync()` gates the workers.
+`relist()` + `wait_for_resync()` refresh every cache from a consistent list (after
+re-acquiring the lease); `connected()` tells whether every informer's list and watch
+get through (for ``/readyz``).
 
 =========================  ===========================  ============================
 informer (name = kind)      API                          store value, indexes
@@ -239,6 +242,38 @@ class SharedInformers:
         ]
         async with asyncio.timeout(timeout):
             await asyncio.gather(*(inf.wait_for_rv(rv) for inf, rv in chosen))
+
+    def relist(self) -> None:
+        """Force a consistent relist of every informer (their watches end); see
+        `wait_for_resync`."""
+        for inf in self._informers.values():
+            inf.relist()
+
+    async def wait_for_resync(self, timeout: float | None = None) -> bool:
+        """True once every informer has completed a list started after the last
+        `relist()` (at once if none was asked for); False on `timeout` (real seconds)."""
+        try:
+            async with asyncio.timeout(timeout):
+                for inf in list(self._informers.values()):
+                    await inf.wait_for_resync()
+        except TimeoutError:
+            pending = [n for n, i in self._informers.items() if i.resync_pending]
+            _log.warning("cache.resync_timeout", pending=pending)
+            return False
+        return True
+
+    def connected(self, grace: float = 30.0) -> tuple[bool, str]:
+        """(True, "") when every informer has synced and has had no list or watch
+        error since its last completed list or watch event, or for less than `grace`
+        seconds (one dropped stream does not flap readiness); else (False,
+        "<informer>: <last error>") for the first one that is not."""
+        if not self._informers:
+            return False, "no informers"
+        for name in sorted(self._informers):
+            ok, why = self._informers[name].connected(grace)
+            if not ok:
+                return False, f"{name}: {why}"
+        return True, ""
 
     async def stop(self) -> None:
         self._started = False

@@ -7,6 +7,15 @@ handlers (synchronous, cheap: enqueue a key) and read through the store or liste
 is the barrier ``hpactl simulate`` uses: it returns once the store reflects every
 change up to resourceVersion ``rv`` for this resource type (watch events deliver
 them in order, and bookmarks move an idle informer forward).
+
+``has_synced`` stays true once the first list is in. ``relist()`` forces a consistent
+relist and ``wait_for_resync()`` waits for a list started after it (the controller
+does both when it re-acquires the lease: what it cached while not leading may be
+stale). When the server's resourceVersions go back (an etcd restore, see
+`hpactl.cache.reflector`) the relist resets ``observed_rv`` to the server's lower
+number and releases every ``wait_for_rv`` waiter: the numbers they waited for
+belong to a history the server no longer has. ``connected(grace)`` tells whether
+list and watch get through.
 """
 
 from __future__ import annotations
@@ -96,6 +105,9 @@ class _Dispatch(Generic[T]):
     def on_resource_version(self, rv: str) -> None:
         self._informer._observe(rv)
 
+    def on_resource_version_reset(self, rv: str) -> None:
+        self._informer._reset_observed(rv)
+
     def on_synced(self) -> None:
         self._informer._mark_synced()
 
@@ -145,6 +157,8 @@ class Informer(Generic[T]):
         self._observed_rv = 0
         self._rv_seq = itertools.count()
         self._rv_waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._resync_target = 0  # the reflector's list number relist() asked for
+        self._resync_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
 
@@ -167,6 +181,25 @@ class Informer(Generic[T]):
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    @property
+    def resync_pending(self) -> bool:
+        """A `relist()` has been asked for and its list has not completed yet."""
+        return self.reflector.completed_list < self._resync_target
+
+    def connected(self, grace: float = 0.0) -> tuple[bool, str]:
+        """(True, "") when the cache has synced and its list and watch get through:
+        no error since the last completed list or watch event, or errors for less
+        than `grace` seconds (on the informer's clock); else (False, why)."""
+        refl = self.reflector
+        err = refl.last_error
+        why = (str(err) or type(err).__name__) if err is not None else ""
+        if not self.has_synced:
+            return False, f"not synced yet{': ' + why if why else ''}"
+        since = refl.failing_since
+        if since is None or self._clock.monotonic() - since < grace:
+            return True, ""
+        return False, why or "list/watch failing"
 
     # -- handlers -------------------------------------------------------------------
 
@@ -219,6 +252,34 @@ class Informer(Generic[T]):
                 with contextlib.suppress(asyncio.CancelledError):
                     await resync
 
+    def relist(self) -> int:
+        """Force a consistent relist (the current watch ends); `wait_for_resync` waits
+        for it. Returns the reflector's number of that list (`reflector.completed_list`
+        reaches it)."""
+        target = self.reflector.request_relist()
+        self._resync_target = max(self._resync_target, target)
+        _log.info("cache.relist_requested", informer=self.name)
+        return target
+
+    async def wait_for_resync(self, timeout: float | None = None) -> None:
+        """Wait until a list started after the last `relist()` has completed (at once
+        if none is pending). TimeoutError after `timeout` real seconds;
+        `InformerStopped` if the informer stops first."""
+        target = self._resync_target
+        if self.reflector.completed_list >= target:
+            return
+        if self._stopped:
+            raise InformerStopped(f"informer {self.name} is stopped")
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._resync_waiters.append((target, fut))
+        try:
+            async with asyncio.timeout(timeout):
+                await fut
+        finally:
+            if not fut.done():
+                fut.cancel()
+            self._resync_waiters = [w for w in self._resync_waiters if w[1] is not fut]
+
     async def stop(self) -> None:
         """Cancel the informer and wait for it; waiters on it get `InformerStopped`."""
         self._stopped = True
@@ -231,10 +292,12 @@ class Informer(Generic[T]):
             exc = task.exception()
             if exc is not None:
                 _log.error("cache.informer_crashed", informer=self.name, error=repr(exc))
-        for _, _, fut in self._rv_waiters:
+        waiters = [fut for _, _, fut in self._rv_waiters] + [f for _, f in self._resync_waiters]
+        for fut in waiters:
             if not fut.done():
                 fut.set_exception(InformerStopped(f"informer {self.name} stopped"))
         self._rv_waiters.clear()
+        self._resync_waiters.clear()
 
     async def _resync_loop(self, period: float) -> None:
         while True:
@@ -295,7 +358,34 @@ class Informer(Generic[T]):
             if not fut.done():
                 fut.set_result(None)
 
+    def _reset_observed(self, rv: str) -> None:
+        """The server's resourceVersions went back and the store was replaced at `rv`."""
+        old = self._observed_rv
+        self._observed_rv = parse_resource_version(rv) or 0
+        waiters, self._rv_waiters = self._rv_waiters, []
+        for _, _, fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+        _log.info(
+            "cache.observed_rv_reset",
+            informer=self.name,
+            previous=old,
+            resource_version=self._observed_rv,
+            released_waiters=len(waiters),
+        )
+
     def _mark_synced(self) -> None:
+        done = self.reflector.completed_list
+        if self._resync_waiters:
+            keep: list[tuple[int, asyncio.Future[None]]] = []
+            for target, fut in self._resync_waiters:
+                if fut.done():
+                    continue
+                if done >= target:
+                    fut.set_result(None)
+                else:
+                    keep.append((target, fut))
+            self._resync_waiters = keep
         if not self._synced.is_set():
             _log.info(
                 "cache.synced",

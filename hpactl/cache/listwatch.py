@@ -5,6 +5,8 @@ so a 30,000-pod list is decoded and projected in slices with the loop free in
 between, and never held whole as raw dicts. Watches ask for bookmarks and a
 server-side timeout of 5-10 minutes (client-go's ``minWatchTimeout`` x [1, 2)), and
 give up on a stream that is silent for ``read_timeout`` seconds.
+`current_resource_version` is the reflector's check, before it resumes a watch, that
+the server's resourceVersions have not gone back (an etcd restore).
 """
 
 from __future__ import annotations
@@ -83,6 +85,14 @@ class ResourceListerWatcher:
             yield ListPage(page.get("items") or [], str(meta.get("resourceVersion") or ""))
             if not cont:
                 return
+
+    async def current_resource_version(self) -> str:
+        """The server's current resourceVersion: a consistent one-item list (no
+        ``resourceVersion``: served from etcd, or from a watch cache brought up to
+        date), whose list resourceVersion is the latest revision."""
+        page = await self._get_page({"limit": "1"})
+        meta = page.get("metadata") or {}
+        return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
 
     def watch(self, resource_version: str) -> AsyncIterator[dict[str, Any]]:
         timeout = int(self.min_watch_timeout * (1.0 + self._rng.random()))

@@ -10,11 +10,34 @@ The loop (``reflector.go: ListAndWatch`` and ``watchHandler``):
 2. Watch from the list's resourceVersion with bookmarks. Every event and bookmark
    moves the resume point. When the stream ends (server timeout, dropped connection,
    inactivity) the next watch resumes from there: no relist.
-3. 410 Gone (an ERROR event or a 410 status) → relist with ``""``.
+3. 410 Gone (an ERROR event or a 410 status), or a 504 whose cause is
+   ``ResourceVersionTooLarge`` (client-go's ``isTooLargeResourceVersionError``: the
+   server is behind our resourceVersion) → relist with ``""``.
 4. Other errors → capped exponential backoff with jitter on the injected clock, then
    resume (watch from the last resourceVersion, or the list again if it never
    completed). A watch that ends at once without delivering anything counts as an
    error, so a server that keeps closing streams is not hammered.
+5. ``request_relist()`` ends the current watch and lists again with ``""``
+   (``Informer.relist``: after re-acquiring the lease).
+
+resourceVersions going backwards. Kubernetes calls resourceVersions opaque, and this
+is the one place hpactl compares them: kube-apiserver's are etcd revisions, which only
+go back when etcd is restored from a backup (or replaced by an empty one). A watch
+resumed from our resourceVersion is then silently held by the server (its watch cache
+sends nothing at or below that number, bookmarks included) while the cache keeps
+objects the server no longer has. So, when both parse as integers:
+
+- before resuming a watch after a stream ended (timeout, drop, error), the reflector
+  asks the server for its current resourceVersion (a ``limit=1`` consistent list,
+  `ListerWatcher.current_resource_version`, when the lister-watcher has it);
+- every watch event and bookmark is checked as well;
+
+and a resourceVersion lower than the last one delivered logs one warning
+``cache.resource_version_regressed`` (both numbers) and relists with ``""``. A
+relist whose resourceVersion is lower replaces the store entirely (every object
+re-projected and redelivered, vanished ones deleted: resourceVersions after a
+restore are reused, so "same resourceVersion" no longer means "unchanged") and resets
+the sink's resourceVersion (`ReflectorSink.on_resource_version_reset`).
 
 Handlers are synchronous and must be cheap (enqueue a key, set a flag). Big lists
 and event bursts yield to the loop every ``yield_every`` objects.
@@ -34,7 +57,7 @@ import structlog
 
 from hpactl.cache.store import ProjectionError, Store, object_key, raw_identity
 from hpactl.clock import Clock, RealClock
-from hpactl.kube.errors import Gone, KubeError, RequestTimeout, error_from_status
+from hpactl.kube.errors import ApiError, Gone, KubeError, RequestTimeout, error_from_status
 
 __all__ = [
     "Backoff",
@@ -42,6 +65,7 @@ __all__ = [
     "ListerWatcher",
     "Reflector",
     "ReflectorSink",
+    "is_too_large_resource_version",
 ]
 
 T = TypeVar("T")
@@ -73,6 +97,11 @@ class ListerWatcher(Protocol):
         """Raw watch events (``{"type": ..., "object": {...}}``) from `resource_version`."""
         ...
 
+    # Optional (the reflector looks it up with getattr):
+    #   async def current_resource_version(self) -> str
+    # the server's current resourceVersion for the collection (a consistent read),
+    # asked before a watch is resumed, to notice resourceVersions that went back.
+
 
 class ReflectorSink(Protocol[T_contra]):
     """What the reflector reports to (the informer)."""
@@ -87,6 +116,11 @@ class ReflectorSink(Protocol[T_contra]):
 
     def on_resource_version(self, rv: str) -> None:
         """The store now reflects everything up to `rv` (after events, bookmarks, lists)."""
+        ...
+
+    def on_resource_version_reset(self, rv: str) -> None:
+        """The server's resourceVersions went back: a full relist at `rv` (lower than
+        anything reported before) replaced the store."""
         ...
 
     def on_synced(self) -> None:
@@ -136,6 +170,47 @@ class _ShortWatch(KubeError):
     """The server closed a watch at once, delivering nothing."""
 
 
+class _Regressed(Exception):
+    """The server answered with a resourceVersion lower than the last one delivered."""
+
+    def __init__(self, last: int, current: int, phase: str) -> None:
+        super().__init__(f"resourceVersion went back from {last} to {current} ({phase})")
+        self.last = last
+        self.current = current
+        self.phase = phase
+
+
+def _rv_int(rv: str) -> int | None:
+    try:
+        return int(rv)
+    except ValueError:
+        return None
+
+
+def is_too_large_resource_version(exc: BaseException) -> bool:
+    """client-go's ``isTooLargeResourceVersionError``: the server has not reached the
+    resourceVersion asked for (cause ``ResourceVersionTooLarge``, or a 504 Timeout
+    saying "Too large resource version" as servers before 1.19 did)."""
+    if not isinstance(exc, ApiError):
+        return False
+    status = exc.status or {}
+    details = status.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    messages: list[str] = []
+    if isinstance(causes, list):
+        for cause in causes:
+            if not isinstance(cause, Mapping):
+                continue
+            if cause.get("reason") == "ResourceVersionTooLarge":
+                return True
+            messages.append(str(cause.get("message") or ""))
+    if exc.code != 504 and exc.reason != "Timeout":
+        return False
+    return "Too large resource version" in messages or "Too large resource version" in str(
+        exc.message
+    )
+
+
 class Reflector(Generic[T]):
     """Keeps a `Store` in step with the API for one resource type."""
 
@@ -167,19 +242,65 @@ class Reflector(Generic[T]):
         self.last_resource_version = ""
         self.lists = 0  # completed lists (observability, tests)
         self.watches = 0  # watch attempts
+        self.probes = 0  # current_resource_version asks before resuming a watch
+        self.regressions = 0  # resourceVersions seen going back
         self.last_error: BaseException | None = None
+        self.lists_started = 0
+        # The number (in lists_started) of the last list that completed.
+        self.completed_list = 0
+        self.last_list_seconds = 0.0  # how long the last completed list took (real time)
+        # Since when (on `clock`) list/watch have failed without a list or watch event
+        # getting through since; None while healthy.
+        self.failing_since: float | None = None
+        self._relist_requested = asyncio.Event()
+        self._regression_pending = False
+        self._too_large_streak = 0
+
+    def request_relist(self) -> int:
+        """End the current watch and list again with ``""``; the number (compare with
+        `completed_list`) of the list that will satisfy the request."""
+        self._relist_requested.set()
+        return self.lists_started + 1
+
+    def _ok(self) -> None:
+        self.failing_since = None
+
+    def _fail(self, exc: BaseException) -> None:
+        self.last_error = exc
+        if self.failing_since is None:
+            self.failing_since = self._clock.monotonic()
 
     async def run(self) -> None:
         """List and watch until cancelled."""
         need_list = True
         list_rv = self._initial_list_rv
+        resuming = False  # the next watch follows a stream that ended: probe first
         while True:
             try:
                 if need_list:
                     await self._list(list_rv)
                     need_list = False
+                    resuming = False
                     self._backoff.reset()
-                await self._watch()
+                elif resuming:
+                    await self._probe()
+                resuming = True
+                if await self._watch_or_relist():
+                    _log.info("cache.relist", informer=self.name, reason="requested")
+                    need_list = True
+                    list_rv = ""
+            except _Regressed as exc:
+                self.regressions += 1
+                self._regression_pending = True
+                _log.warning(
+                    "cache.resource_version_regressed",
+                    informer=self.name,
+                    last_resource_version=exc.last,
+                    resource_version=exc.current,
+                    seen_in=exc.phase,
+                )
+                need_list = True
+                list_rv = ""
             except Gone as exc:
                 # Our resourceVersion is too old: only a fresh, consistent list helps.
                 _log.info("cache.relist", informer=self.name, reason=str(exc))
@@ -191,7 +312,19 @@ class Reflector(Generic[T]):
                 need_list = True
                 list_rv = ""
             except (KubeError, OSError, ValueError) as exc:
-                self.last_error = exc
+                if is_too_large_resource_version(exc) and not need_list:
+                    # The server is behind our resourceVersion (a lagging apiserver, or
+                    # a restored etcd): a consistent list tells which.
+                    _log.info("cache.relist", informer=self.name, reason=str(exc))
+                    self.last_error = exc
+                    self._too_large_streak += 1
+                    if self._too_large_streak > 1:
+                        # Again, with no event in between: do not spin.
+                        await self._clock.sleep(self._backoff.next_delay())
+                    need_list = True
+                    list_rv = ""
+                    continue
+                self._fail(exc)
                 delay = self._backoff.next_delay()
                 retry_after = getattr(exc, "retry_after", None)
                 if isinstance(retry_after, int) and retry_after > delay:
@@ -209,22 +342,64 @@ class Reflector(Generic[T]):
             except Exception as exc:
                 # A bug or a shape we did not foresee: never let the informer die.
                 # Start over from a consistent list once the backoff has passed.
-                self.last_error = exc
+                self._fail(exc)
                 delay = self._backoff.next_delay()
                 _log.exception("cache.unexpected_error", informer=self.name, delay=round(delay, 3))
                 need_list = True
                 list_rv = ""
                 await self._clock.sleep(delay)
 
+    # -- resourceVersions going back --------------------------------------------------
+
+    def _check_regression(self, rv: str, phase: str) -> None:
+        if not rv or not self.last_resource_version:
+            return
+        current = _rv_int(rv)
+        last = _rv_int(self.last_resource_version)
+        if current is not None and last is not None and current < last:
+            raise _Regressed(last, current, phase)
+
+    async def _probe(self) -> None:
+        ask = getattr(self._lw, "current_resource_version", None)
+        if ask is None:
+            return
+        self.probes += 1
+        rv = await ask()
+        self._check_regression(str(rv or ""), "probe")
+
     # -- list -----------------------------------------------------------------------
 
     async def _list(self, list_rv: str) -> None:
+        self.lists_started += 1
+        number = self.lists_started
+        self._relist_requested.clear()  # this list satisfies every request so far
+        started = time.monotonic()
         store = self._store
         sink = self._sink
         seen: set[str] = set()
         final_rv = ""
         n = 0
+        first = True
+        # After a regression every object is re-projected: resourceVersions are being
+        # reused, so an equal one does not mean an unchanged object.
+        full = self._regression_pending
+        regressed = False
         async for page in self._lw.list_pages(list_rv):
+            if first:
+                first = False
+                try:
+                    self._check_regression(page.resource_version, "list")
+                except _Regressed as exc:
+                    regressed = full = True
+                    if not self._regression_pending:
+                        self.regressions += 1
+                        _log.warning(
+                            "cache.resource_version_regressed",
+                            informer=self.name,
+                            last_resource_version=exc.last,
+                            resource_version=exc.current,
+                            seen_in="list",
+                        )
             for raw in page.items:
                 try:
                     ns, name, rv = raw_identity(raw)
@@ -233,7 +408,7 @@ class Reflector(Generic[T]):
                     continue
                 key = object_key(ns, name)
                 seen.add(key)
-                if rv and store.resource_version(key) == rv:
+                if not full and rv and store.resource_version(key) == rv:
                     continue  # unchanged since we last saw it: skip the projection
                 key, old, new = store.upsert(raw)
                 if old is None:
@@ -244,22 +419,63 @@ class Reflector(Generic[T]):
                 if n % self._yield_every == 0:
                     await asyncio.sleep(0)
             final_rv = page.resource_version or final_rv
+        deleted = 0
         for key in sorted(set(store.keys()) - seen):
             old = store.delete(key)
             if old is not None:
                 sink.on_delete(key, old)
+                deleted += 1
         self.lists += 1
-        self._set_rv(final_rv)
+        self.completed_list = number
+        self.last_list_seconds = time.monotonic() - started
+        self._ok()
+        after_regression = self._regression_pending or regressed
+        self._regression_pending = False
+        if regressed:
+            self.last_resource_version = final_rv
+            sink.on_resource_version_reset(final_rv)
+        else:
+            self._set_rv(final_rv)
+        if after_regression:
+            _log.info(
+                "cache.relisted_after_regression",
+                informer=self.name,
+                objects=len(seen),
+                deleted=deleted,
+                resource_version=final_rv,
+                seconds=round(self.last_list_seconds, 4),
+            )
         _log.debug(
             "cache.listed",
             informer=self.name,
             objects=len(seen),
             changed=n,
+            deleted=deleted,
             resource_version=final_rv,
+            seconds=round(self.last_list_seconds, 4),
         )
         sink.on_synced()
 
     # -- watch ----------------------------------------------------------------------
+
+    async def _watch_or_relist(self) -> bool:
+        """Watch until the stream ends (False) or a relist is requested (True)."""
+        if self._relist_requested.is_set():
+            return True
+        watch = asyncio.ensure_future(self._watch())
+        relist = asyncio.ensure_future(self._relist_requested.wait())
+        try:
+            await asyncio.wait((watch, relist), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (watch, relist):
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(watch, relist, return_exceptions=True)
+        if not watch.cancelled():
+            exc = watch.exception()
+            if exc is not None:
+                raise exc
+        return self._relist_requested.is_set()
 
     async def _watch(self) -> None:
         self.watches += 1
@@ -272,6 +488,8 @@ class Reflector(Generic[T]):
                 delivered += 1
                 if delivered == 1:
                     self._backoff.reset()  # the server is healthy again
+                    self._too_large_streak = 0
+                    self._ok()
                 if delivered % self._yield_every == 0:
                     await asyncio.sleep(0)
         except RequestTimeout:
@@ -295,6 +513,7 @@ class Reflector(Generic[T]):
             raise error_from_status(obj)
         meta = obj.get("metadata")
         rv = str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
+        self._check_regression(rv, "watch")
         if etype == "BOOKMARK":
             self._set_rv(rv)
             return

@@ -21,7 +21,7 @@ from hpactl.emulator.metrics_api import MetricsState, registry_kinds
 from hpactl.emulator.rbac import Authorizer
 from hpactl.emulator.registry import Registry, builtin_registry
 from hpactl.emulator.server import ApiServer, ServerConfig, ServerHooks
-from hpactl.emulator.store import Store
+from hpactl.emulator.store import Store, StoreState
 from hpactl.emulator.validation import validate_stored
 
 Obj = dict[str, Any]
@@ -104,8 +104,12 @@ class Emulator:
                 tokens=self._tokens,
             ),
         )
-        for ns in namespaces:
+        self._namespaces = tuple(namespaces)
+        for ns in self._namespaces:
             self.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        bind = getattr(self.faults, "bind_store_control", None)
+        if bind is not None:
+            bind(self)  # restore= / reset= fault rules act through snapshot/restore/reset
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -173,6 +177,22 @@ class Emulator:
         if self._tokens is None:
             raise RuntimeError("the emulator was started without auth=True")
         self._tokens[token] = (user, list(groups))
+
+    # ---- etcd snapshot and restore -------------------------------------------------------------
+
+    def snapshot(self) -> StoreState:
+        """An opaque copy of every stored object and of the resourceVersion counter."""
+        return self.store.checkpoint()
+
+    def restore(self, snapshot: StoreState) -> None:
+        """Serve `snapshot` from now on, as after an etcd restore: older objects, lower
+        resourceVersions (later writes continue from the snapshot's), open watches end."""
+        self.store.restore_state(snapshot)
+
+    def reset(self) -> None:
+        """Restore to empty: no objects but the starting namespaces, the resourceVersion
+        counter starting over. Open watches end."""
+        self.store.reset(self._namespaces)
 
     # ---- lifecycle -----------------------------------------------------------------------------
 

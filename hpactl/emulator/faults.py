@@ -1,5 +1,5 @@
-"""Fault injection for the emulator: errors, latency, dropped watches, forced 410s
-and metrics API groups going away and coming back.
+"""Fault injection for the emulator: errors, latency, dropped watches, forced 410s,
+metrics API groups going away and coming back, and etcd restores.
 
 Rules come from Python (:meth:`FaultInjector.add`) or from CLI-style specs
 (:func:`parse_fault_spec`), e.g.::
@@ -9,19 +9,25 @@ Rules come from Python (:meth:`FaultInjector.add`) or from CLI-style specs
     watch-drop=/api/v1/pods,events=3
     gone=/apis/autoscaling/v2/*
     unavailable=custom.metrics.k8s.io,after=2,count=3
+    reset=/apis/autoscaling/v2/*,verb=update,after=20
+    restore=*,after=500
 
 A spec is comma-separated ``key=value`` pairs:
 
 - exactly one effect: ``status=<400..599>`` (optionally with ``latency``),
   ``latency=<Go duration>``, ``watch-drop=<path glob>``, ``gone=<path glob>``,
-  ``unavailable=<metrics API group>``;
+  ``unavailable=<metrics API group>``, ``restore=<path glob>`` (before the matching
+  request is served, the store goes back to the restore point: by default the state
+  when the first request arrived, lower resourceVersions included; open watches
+  end), ``reset=<path glob>`` (the same with an empty store: an emptied etcd);
 - filters: ``path=<glob>`` (fnmatch, ``*`` crosses ``/``; default ``*``),
   ``verb=<v>[|<v>...]`` (HTTP methods in capitals ``GET``, ``PUT``... or Kubernetes
   verbs in lower case ``list``, ``watch``, ``get``, ``update``...);
 - ``rate=<0..1>`` probability per matching request, drawn from a seeded
   ``random.Random`` (reproducible; no draw is made for rate 1);
 - ``after=<n>`` let the first n matching requests through, ``count=<n>`` then apply
-  to n of them and stop (a group that goes away and comes back);
+  to n of them and stop (a group that goes away and comes back); restore= and reset=
+  default to ``count=1``;
 - ``events=<n>`` (watch-drop only) end the stream after n events (default 0: at once);
 - ``message=<text>`` (status only; no commas) the Status message.
 
@@ -37,7 +43,7 @@ import json
 import random
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
@@ -48,7 +54,19 @@ from hpactl.model.times import parse_go_duration
 if TYPE_CHECKING:
     from hpactl.emulator.metrics_api import MetricsState
 
-__all__ = ["FaultInjector", "FaultRule", "parse_fault_spec"]
+
+__all__ = ["FaultInjector", "FaultRule", "StoreControl", "parse_fault_spec"]
+
+
+class StoreControl(Protocol):
+    """What restore= and reset= rules act on (the `Emulator`)."""
+
+    def snapshot(self) -> Any: ...
+
+    def restore(self, snapshot: Any) -> None: ...
+
+    def reset(self) -> None: ...
+
 
 _METRICS_GROUPS = {
     "metrics.k8s.io": "v1beta1",
@@ -75,14 +93,17 @@ _REASONS = {
     504: "Timeout",
 }
 
-_EFFECT_KEYS = ("status", "latency", "watch-drop", "gone", "unavailable")
+_EFFECT_KEYS = ("status", "latency", "watch-drop", "gone", "unavailable", "restore", "reset")
+_PATH_EFFECTS = ("watch-drop", "gone", "restore", "reset")
+_KINDS = ("error", "latency", "watch-drop", "gone", "unavailable", "restore", "reset")
 _ALL_KEYS = (*_EFFECT_KEYS, "path", "verb", "rate", "after", "count", "events", "message")
 
 
 @dataclass(frozen=True, slots=True)
 class FaultRule:
-    """One fault. ``kind`` is ``error``, ``latency``, ``watch-drop``, ``gone`` or
-    ``unavailable``; an ``error`` rule may also carry ``latency``."""
+    """One fault. ``kind`` is ``error``, ``latency``, ``watch-drop``, ``gone``,
+    ``unavailable``, ``restore`` or ``reset``; an ``error`` rule may also carry
+    ``latency``."""
 
     kind: str
     path: str = "*"
@@ -98,7 +119,7 @@ class FaultRule:
     spec: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if self.kind not in ("error", "latency", "watch-drop", "gone", "unavailable"):
+        if self.kind not in _KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}")
         if self.kind == "error" and not 400 <= self.status <= 599:
             raise ValueError(f"fault status must be an HTTP error code 400..599, got {self.status}")
@@ -142,6 +163,18 @@ class FaultRule:
     def unavailable(cls, group: str, **kw: Any) -> FaultRule:
         return cls(kind="unavailable", group=group, **kw)
 
+    @classmethod
+    def restore(cls, path: str = "*", **kw: Any) -> FaultRule:
+        """Go back to the restore point (an etcd restore) before a matching request."""
+        kw.setdefault("count", 1)
+        return cls(kind="restore", path=path, **kw)
+
+    @classmethod
+    def reset(cls, path: str = "*", **kw: Any) -> FaultRule:
+        """Empty the store (an emptied etcd) before a matching request."""
+        kw.setdefault("count", 1)
+        return cls(kind="reset", path=path, **kw)
+
 
 def _int(key: str, value: str, text: str) -> int:
     try:
@@ -177,12 +210,12 @@ def parse_fault_spec(text: str) -> FaultRule:
     if len(effects) != 1:
         raise ValueError(
             f"fault spec {text!r}: needs exactly one of status=, latency=, watch-drop=, gone=, "
-            f"unavailable= (status= may be combined with latency=)"
+            f"unavailable=, restore=, reset= (status= may be combined with latency=)"
         )
     effect = effects[0]
     kw: dict[str, Any] = {"spec": text}
     if "path" in values:
-        if effect in ("watch-drop", "gone", "unavailable"):
+        if effect in (*_PATH_EFFECTS, "unavailable"):
             raise ValueError(f"fault spec {text!r}: {effect}= already names the path; drop path=")
         kw["path"] = values["path"]
     if "verb" in values:
@@ -216,11 +249,13 @@ def parse_fault_spec(text: str) -> FaultRule:
         kw["status"] = _int("status", values["status"], text)
     elif effect == "latency":
         kw["kind"] = "latency"
-    elif effect in ("watch-drop", "gone"):
+    elif effect in _PATH_EFFECTS:
         if not values[effect]:
             raise ValueError(f"fault spec {text!r}: {effect}= needs a path glob")
         kw["kind"] = effect
         kw["path"] = values[effect]
+        if effect in ("restore", "reset"):
+            kw.setdefault("count", 1)
     else:
         kw["kind"] = "unavailable"
         kw["group"] = values["unavailable"]
@@ -238,7 +273,10 @@ class FaultInjector:
       metrics group, as kube-aggregator writes it) after any matching latency;
     - :meth:`watch_drop_after` is asked by the watch handler when a stream opens;
       :meth:`force_gone` by list and watch handlers
-      given a resourceVersion (True: answer 410 Expired as if it had been compacted).
+      given a resourceVersion (True: answer 410 Expired as if it had been compacted);
+    - restore= and reset= rules act in the middleware too, before the request is
+      served, through the `StoreControl` given to :meth:`bind_store_control` (the
+      `Emulator` binds itself).
 
     Each rule keeps its own match counter (for ``after``/``count``) and hit counter.
     """
@@ -256,6 +294,17 @@ class FaultInjector:
         self._rules: list[FaultRule] = []
         self._seen: dict[int, int] = {}
         self._hits: dict[int, int] = {}
+        self._control: StoreControl | None = None
+        self._restore_point: Any = None
+
+    def bind_store_control(self, control: StoreControl) -> None:
+        """What restore= and reset= rules act on (the Emulator calls this)."""
+        self._control = control
+
+    def set_restore_point(self, snapshot: Any) -> None:
+        """The state restore= rules go back to (default: the state when the first
+        request arrived)."""
+        self._restore_point = snapshot
 
     # ----------------------------------------------------------------- rules
 
@@ -351,6 +400,19 @@ class FaultInjector:
     def force_gone(self, path: str) -> bool:
         return self._first(("gone",), path, None, None) is not None
 
+    def _apply_restores(self, method: str, path: str, verb: str) -> None:
+        control = self._control
+        if control is None:
+            return
+        for rule in self._rules:
+            if rule.kind not in ("restore", "reset"):
+                continue
+            if rule.matches_path(path) and rule.matches_verb(method, verb) and self._fires(rule):
+                if rule.kind == "reset":
+                    control.reset()
+                else:
+                    control.restore(self._restore_point)
+
     # ----------------------------------------------------------------- HTTP
 
     def _error_response(self, rule: FaultRule) -> web.Response:
@@ -377,9 +439,12 @@ class FaultInjector:
     async def apply(self, method: str, path: str, query: dict[str, str]) -> web.Response | None:
         """Run the latency and error rules for one request; the response to send
         instead of the real one, or None to go on."""
+        if self._control is not None and self._restore_point is None:
+            self._restore_point = self._control.snapshot()  # the state when serving began
         if not self._rules:
             return None
         verb = request_attributes(method, path, query).verb
+        self._apply_restores(method, path, verb)
         delay = 0.0
         for rule in self._rules:
             if (

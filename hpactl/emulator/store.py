@@ -3,6 +3,11 @@
 Objects are kept in their storage version as plain dicts together with their JSON
 text (serialized once per write); nothing outside this module mutates a stored dict.
 The store knows nothing about HTTP; the server and the in-process API both use it.
+
+`checkpoint()` / `restore_state()` model an etcd backup and restore: the server goes
+back to an older state with its lower resourceVersion counter, its watch history
+starts afresh and every open watch ends (a real API server is restarted after a
+restore and re-initializes its watch cache from a list).
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hpactl.emulator import errors
-from hpactl.emulator.registry import Registry, ResourceType
+from hpactl.emulator.registry import Registry, ResourceType, crd_resource_types
 
 Obj = dict[str, Any]
 StorageKey = tuple[str, str]  # (group, plural)
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet
 _NS_KEY: StorageKey = ("", "namespaces")
+_CRD_KEY: StorageKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 
 
 def format_timestamp(dt: datetime) -> str:
@@ -99,6 +105,18 @@ class _Table:
         return self.sorted_keys
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class StoreState:
+    """An opaque copy of the store's objects and resourceVersion counter (an etcd
+    snapshot). Entries are immutable, so holding them costs only the dicts."""
+
+    rv: int
+    objects: Mapping[StorageKey, Mapping[str, Mapping[str, Entry]]]
+
+    def count(self) -> int:
+        return sum(len(names) for t in self.objects.values() for names in t.values())
+
+
 Converter = Callable[[ResourceType, Obj], Obj]
 
 
@@ -120,6 +138,9 @@ class Store:
         self.now: Callable[[], datetime] = now or (lambda: datetime.now(UTC))
         self._rv = 0
         self._tables: dict[StorageKey, _Table] = {}
+        # After a restore no watch can start before the restored resourceVersion
+        # (the watch cache was re-initialized from a list at that revision).
+        self._history_floor = 0
         self._watchers: dict[StorageKey, set[Watcher]] = {}
         self._to_storage = to_storage
         self._defaulter = defaulter
@@ -413,7 +434,10 @@ class Store:
     # ---- reads at a resourceVersion ----------------------------------------------
 
     def too_old(self, key: StorageKey, rv: int) -> bool:
-        """True when events after `rv` for this resource have left the history ring."""
+        """True when events after `rv` for this resource have left the history ring
+        (or precede the state the store was last restored to)."""
+        if rv < self._history_floor:
+            return True
         t = self._tables.get(key)
         return t is not None and rv < t.evicted_upto
 
@@ -421,7 +445,7 @@ class Store:
         t = self._tables.get(key)
         if t is None or not t.history:
             return self._rv
-        return t.history[0].rv - 1
+        return max(t.history[0].rv - 1, self._history_floor)
 
     def events_since(self, key: StorageKey, rv: int) -> list[WatchEvent]:
         t = self._tables.get(key)
@@ -485,6 +509,48 @@ class Store:
 
     def watcher_count(self) -> int:
         return sum(len(ws) for ws in self._watchers.values())
+
+    # ---- etcd snapshot and restore ------------------------------------------------
+
+    def checkpoint(self) -> StoreState:
+        """A copy of every object and of the resourceVersion counter."""
+        return StoreState(
+            self._rv,
+            {
+                key: {ns: dict(names) for ns, names in t.by_ns.items()}
+                for key, t in self._tables.items()
+                if t.count
+            },
+        )
+
+    def restore_state(self, state: StoreState) -> None:
+        """Serve exactly `state` from now on: its objects, its resourceVersion counter
+        (later writes continue from it, so resourceVersions go back), no watch history
+        before it. Every open watch ends; CRD-served resources follow the CRDs restored."""
+        self.close_watchers()
+        for e in self.iter_entries(_CRD_KEY, None):
+            spec = e.obj.get("spec") or {}
+            plural = str((spec.get("names") or {}).get("plural", ""))
+            self.registry.remove_group_resource(str(spec.get("group", "")), plural)
+        self._tables = {}
+        for key, by_ns in state.objects.items():
+            t = self.table(key)
+            for ns, names in by_ns.items():
+                if names:
+                    t.by_ns[ns] = dict(names)
+                    t.count += len(names)
+        self._rv = state.rv
+        self._history_floor = state.rv
+        for e in self.iter_entries(_CRD_KEY, None):
+            for rt in crd_resource_types(e.obj):
+                self.registry.add(rt)
+
+    def reset(self, namespaces: Iterable[str] = ()) -> None:
+        """An empty store (an emptied etcd): no objects but the given namespaces,
+        created afresh with the counter restarting at 0. Open watches end."""
+        self.restore_state(StoreState(0, {}))
+        for ns in namespaces:
+            self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
     # ---- in-process API (tests, simulator) ----------------------------------------
 

@@ -4,6 +4,13 @@ A watch subscribes to the store and computes its backlog with no await in betwee
 so the queue holds exactly the events after the backlog. Events are filtered per
 watcher with the transitions a real watch shows when selectors are used (an object
 leaving the selection is DELETED, one entering it ADDED).
+
+A watch from a resourceVersion the server has not reached yet (a client that saw a
+newer state before an etcd restore, or an HA peer ahead of this server) is not an
+error, as in kube-apiserver's watch cache: the stream stays open and sends only the
+events, and the bookmarks, newer than that resourceVersion. With
+``sendInitialEvents=true`` it is an ERROR event carrying the watch cache's 504
+``Too large resource version`` Status (cause ``ResourceVersionTooLarge``).
 """
 
 from __future__ import annotations
@@ -73,7 +80,11 @@ async def serve_watch(
     initial: list[Entry] = []
     backlog: list[WatchEvent] = []
     gone_msg = ""
+    error: errors.ApiError | None = None
     start_rv = server.store.rv
+    # Events and bookmarks at or below this resourceVersion are not sent (the
+    # cacher's cacheWatcher filter); it only matters for a watch from the future.
+    floor = 0
     drop_after: int | None = None
     if faults is not None:
         if hasattr(faults, "watch_drop_after"):
@@ -90,36 +101,35 @@ async def serve_watch(
         )
     elif rv_param in ("", "0") or send_initial:
         if rv_param not in ("", "0") and send_initial:
-            try:
-                if int(rv_param) > start_rv:
-                    raise errors.ApiError(
-                        504,
-                        "Timeout",
-                        f"Too large resource version: {rv_param}, current: {start_rv}",
-                    )
-            except ValueError:
-                raise errors.bad_request(f'resourceVersion: Invalid value: "{rv_param}"') from None
-        initial = list(server.store.iter_entries(key, ns))
+            want = errors.parse_resource_version(rv_param)
+            if want > start_rv:
+                # The watch cache waits up to 3 s to catch up, then ends the watch
+                # with this ERROR event.
+                error = too_large_resource_version(want, start_rv)
+        if error is None:
+            initial = list(server.store.iter_entries(key, ns))
     else:
         want = errors.parse_resource_version(rv_param)
         if server.store.too_old(key, want):
             gone_msg = f"too old resource version: {want} ({server.store.oldest_available(key)})"
         else:
+            floor = want
             backlog = [
                 ev
                 for ev in server.store.events_since(key, want)
                 if ns is None or ev.namespace == ns
             ]
-    watcher = server.store.subscribe(key, ns) if not gone_msg else None
+    if gone_msg:
+        error = errors.gone(gone_msg)
+    watcher = server.store.subscribe(key, ns) if error is None else None
 
     resp = web.StreamResponse(status=200, headers={"Content-Type": JSON})
     resp.enable_chunked_encoding()
     headers_sent = table_mode is None
     try:
         await resp.prepare(request)
-        if gone_msg:
-            err = errors.gone(gone_msg)
-            await resp.write(dumps({"type": "ERROR", "object": err.status()}).encode() + b"\n")
+        if error is not None:
+            await resp.write(dumps({"type": "ERROR", "object": error.status()}).encode() + b"\n")
             return resp
         buf: list[str] = []
         for e in initial:
@@ -169,28 +179,33 @@ async def serve_watch(
                 if transport is None or transport.is_closing():
                     break
                 if bookmarks and loop.time() >= next_bookmark:
-                    await resp.write(_bookmark_line(server, rt, server.store.rv).encode())
+                    if server.store.rv >= floor:
+                        await resp.write(_bookmark_line(server, rt, server.store.rv).encode())
                     next_bookmark = loop.time() + server.config.bookmark_interval
                 continue
             if got is None:
-                break
+                break  # the store closed this watch (server stopping, store restored)
             lines = []
-            line = _transition(server, got, rt, ls, fs, table_mode, not headers_sent, q)
-            if line:
-                lines.append(line)
-                headers_sent = True
+            closed = False
+            pending: list[WatchEvent] = [got]
             # Drain what is already queued in one write.
             while not watcher.queue.empty():
                 nxt = watcher.queue.get_nowait()
                 if nxt is None:
-                    server._stopping.set()
+                    closed = True
                     break
-                line = _transition(server, nxt, rt, ls, fs, table_mode, not headers_sent, q)
+                pending.append(nxt)
+            for ev in pending:
+                if ev.rv <= floor:
+                    continue
+                line = _transition(server, ev, rt, ls, fs, table_mode, not headers_sent, q)
                 if line:
                     lines.append(line)
                     headers_sent = True
             if not await emit(lines):
                 return resp
+            if closed:
+                break
     except ConnectionResetError:
         return resp  # the client went away: nothing to finish
     finally:
@@ -261,6 +276,22 @@ def _event_line(
     if not headers:
         t.pop("columnDefinitions", None)
     return dumps({"type": etype, "object": t}) + "\n"
+
+
+def too_large_resource_version(want: int, current: int) -> errors.ApiError:
+    """The watch cache's answer for a resourceVersion it has not reached within its
+    wait (``storage.NewTooLargeResourceVersionError``: a Timeout StatusError)."""
+    return errors.ApiError(
+        504,
+        "Timeout",
+        f"Timeout: Too large resource version: {want}, current: {current}",
+        {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+    )
 
 
 def _bookmark_line(server: ApiServer, rt: ResourceType, rv: int, initial_end: bool = False) -> str:

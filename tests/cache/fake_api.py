@@ -30,6 +30,7 @@ class FakeAPI:
         # faults: exceptions raised by the next list/watch calls, in order
         self.list_faults: list[KubeError] = []
         self.watch_faults: list[KubeError] = []
+        self.probe_calls = 0
 
     # -- mutations ------------------------------------------------------------------
 
@@ -81,6 +82,13 @@ class FakeAPI:
         self.oldest_rv = self.rv
         self.history.clear()
 
+    def restore(self, rv: int, objects: dict[str, dict[str, Any]]) -> None:
+        """An etcd restore: these objects, the counter back at `rv`, no history."""
+        self.rv = rv
+        self.objects = copy.deepcopy(objects)
+        self.history.clear()
+        self.oldest_rv = rv
+
     def drop_watches(self) -> None:
         for q in self._watchers:
             q.put_nowait(None)
@@ -100,6 +108,12 @@ class FakeAPI:
         for i in range(0, max(1, len(items)), self.page_size):
             await asyncio.sleep(0)
             yield ListPage(items[i : i + self.page_size], rv)
+
+    async def current_resource_version(self) -> str:
+        """What a one-item consistent list says (the reflector's check before resuming)."""
+        self.probe_calls += 1
+        await asyncio.sleep(0)
+        return str(self.rv)
 
     async def watch(self, resource_version: str) -> AsyncIterator[Mapping[str, Any]]:
         self.watch_calls.append(resource_version)
