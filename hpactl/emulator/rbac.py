@@ -14,7 +14,8 @@ The bootstrap policy every real cluster has is built in (``system:discovery``,
 ``system:authenticated``, the last also to ``system:unauthenticated``;
 ``system:monitoring`` for the group of that name,
 ``system:service-account-issuer-discovery`` for ``system:serviceaccounts``,
-``cluster-admin`` for ``system:masters``); stored objects of the same name replace
+``cluster-admin`` for ``system:masters``; ``system:auth-delegator``, unbound, for
+components doing delegated authentication); stored objects of the same name replace
 the built-in ones, as an edited bootstrap object does. Members of ``system:masters``
 are allowed everything before RBAC is consulted, as kube-apiserver's privileged-group
 authorizer does.
@@ -142,6 +143,23 @@ DEFAULT_CLUSTER_ROLES: tuple[dict[str, Any], ...] = (
                 ],
                 "verbs": ["get"],
             }
+        ],
+    ),
+    # Bound by components that authenticate and authorize their own clients through the
+    # API server (delegated authn/authz: TokenReview and SubjectAccessReview).
+    _builtin_cluster_role(
+        "system:auth-delegator",
+        [
+            {
+                "apiGroups": ["authentication.k8s.io"],
+                "resources": ["tokenreviews"],
+                "verbs": ["create"],
+            },
+            {
+                "apiGroups": ["authorization.k8s.io"],
+                "resources": ["subjectaccessreviews"],
+                "verbs": ["create"],
+            },
         ],
     ),
     _builtin_cluster_role(

@@ -320,6 +320,38 @@ def builtin_registry() -> Registry:
             verbs=("create",),
         )
     )
+    # Delegated authentication and authorization (what kube-controller-manager's and
+    # hpactl's secure metrics servers ask the API server).
+    add(
+        _rt(
+            "authorization.k8s.io",
+            "v1",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            False,
+            verbs=("create",),
+        )
+    )
+    add(
+        _rt(
+            "authentication.k8s.io",
+            "v1",
+            "TokenReview",
+            "tokenreviews",
+            False,
+            verbs=("create",),
+        )
+    )
+    add(
+        _rt(
+            "networking.k8s.io",
+            "v1",
+            "NetworkPolicy",
+            "networkpolicies",
+            short_names=("netpol",),
+            generation=True,
+        )
+    )
     # Metrics APIs: served by hpactl.emulator.metrics_api; writable in the emulator only.
     metrics_verbs = ("create", "delete", "get", "list", "patch", "update")
     add(

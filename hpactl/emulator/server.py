@@ -44,6 +44,9 @@ from hpactl.model.selectors import selector_from_label_selector
 Obj = dict[str, Any]
 
 JSON = "application/json"
+# The audience the emulator's tokens are issued for (kube-apiserver's default
+# --api-audiences: its service account issuer).
+API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -453,7 +456,11 @@ class ApiServer:
         if request.get(_NPARTS_KEY, 0) > 3:
             raise errors.path_not_found()
         if attrs.api_group == "authorization.k8s.io" and attrs.verb == "create":
+            if attrs.resource == "subjectaccessreviews":
+                return await self._subject_access_review(request, attrs)
             return await self._access_review(request, attrs)
+        if attrs.api_group == "authentication.k8s.io" and attrs.verb == "create":
+            return await self._token_review(request, attrs)
         rt = self._resolve(attrs)
         ns = attrs.namespace if rt.namespaced else ""
         if rt.plural == "namespaces" and not rt.group:
@@ -551,6 +558,156 @@ class ApiServer:
             "metadata": {"creationTimestamp": None},
             "spec": spec,
             "status": {"allowed": allowed} if allowed else {"allowed": False},
+        }
+        return json_response(out, 201)
+
+    # ---- delegated authentication and authorization ----------------------------------------
+
+    async def _review_body(self, request: web.Request, attrs: RequestAttributes) -> Obj:
+        if attrs.name or attrs.namespace:
+            raise errors.path_not_found()
+        body = await self._body(request)
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        namespace = (body.get("metadata") or {}).get("namespace")
+        if namespace:
+            raise errors.bad_request(f"namespace is not allowed on this type: {namespace}")
+        spec = body.get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    async def _token_review(self, request: web.Request, attrs: RequestAttributes) -> web.Response:
+        """TokenReview: who a bearer token authenticates as (authentication.k8s.io/v1)."""
+        if attrs.resource != "tokenreviews":
+            raise errors.path_not_found()
+        spec = await self._review_body(request, attrs)
+        token = spec.get("token")
+        if not isinstance(token, str) or not token:
+            raise errors.bad_request("token is required for TokenReview in authentication")
+        wanted = [str(a) for a in spec.get("audiences") or ()]
+        # The token store is the one the authentication middleware uses; without
+        # authentication configured nothing authenticates (as an apiserver without
+        # token authenticators answers).
+        tokens = self.hooks.tokens
+        who = tokens.get(token) if tokens is not None else None
+        status: Obj = {"user": {}}
+        if who is not None:
+            if wanted and API_AUDIENCE not in wanted:
+                status["error"] = (
+                    f'[invalid bearer token, token audiences ["{API_AUDIENCE}"] is invalid '
+                    f"for the target audiences {json.dumps(wanted)}]"
+                )
+            else:
+                user, groups = who
+                info: Obj = {"username": user}
+                uid = self._service_account_uid(user)
+                if uid:
+                    info["uid"] = uid
+                info["groups"] = list(groups)
+                status = {"authenticated": True, "user": info, "audiences": [API_AUDIENCE]}
+        out = {
+            "kind": "TokenReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": spec,
+            "status": status,
+        }
+        return json_response(out, 201)
+
+    def _service_account_uid(self, user: str) -> str:
+        parts = user.split(":")
+        if len(parts) != 4 or parts[:2] != ["system", "serviceaccount"]:
+            return ""
+        entry = self.store.get_entry(("", "serviceaccounts"), parts[2], parts[3])
+        return str(entry.obj["metadata"].get("uid", "")) if entry is not None else ""
+
+    async def _subject_access_review(
+        self, request: web.Request, attrs: RequestAttributes
+    ) -> web.Response:
+        """SubjectAccessReview: may the given user do this (authorization.k8s.io/v1)?"""
+        spec = await self._review_body(request, attrs)
+        res = spec.get("resourceAttributes")
+        non_res = spec.get("nonResourceAttributes")
+        user = str(spec.get("user") or "")
+        groups = [str(g) for g in spec.get("groups") or ()]
+        causes: list[tuple[str, str, str]] = []
+        if res is not None and non_res is not None:
+            causes.append(
+                (
+                    "spec.nonResourceAttributes",
+                    "FieldValueInvalid",
+                    'Invalid value: "object": cannot be specified in combination with '
+                    "resourceAttributes",
+                )
+            )
+        elif res is None and non_res is None:
+            causes.append(
+                (
+                    "spec.resourceAttributes",
+                    "FieldValueInvalid",
+                    'Invalid value: "null": exactly one of nonResourceAttributes or '
+                    "resourceAttributes must be specified",
+                )
+            )
+        if not user and not groups:
+            causes.append(
+                (
+                    "spec.user",
+                    "FieldValueInvalid",
+                    'Invalid value: "": at least one of user or group must be specified',
+                )
+            )
+        if causes:
+            raise errors.invalid("SubjectAccessReview", "authorization.k8s.io", "", causes)
+        if isinstance(res, dict):
+            wanted = RequestAttributes(
+                resource_request=True,
+                verb=str(res.get("verb", "")),
+                path="",
+                api_group=str(res.get("group", "")),
+                api_version=str(res.get("version", "")),
+                resource=str(res.get("resource", "")),
+                subresource=str(res.get("subresource", "")),
+                namespace=str(res.get("namespace", "")),
+                name=str(res.get("name", "")),
+            )
+        elif isinstance(non_res, dict):
+            wanted = RequestAttributes(
+                resource_request=False,
+                verb=str(non_res.get("verb", "")),
+                path=str(non_res.get("path", "")),
+            )
+        else:
+            raise errors.bad_request("the attributes of a SubjectAccessReview must be objects")
+        authz = self.hooks.authorizer
+        allowed, reason = True, ""
+        if authz is not None:
+            check = getattr(authz, "check", None)
+            if check is not None:
+                allowed, reason = check(user, groups, wanted)
+            elif wanted.resource_request:
+                allowed = bool(
+                    authz.authorize(
+                        user,
+                        groups,
+                        wanted.verb,
+                        wanted.api_group,
+                        wanted.resource,
+                        wanted.subresource,
+                        wanted.namespace,
+                        wanted.name,
+                    )
+                )
+            else:
+                allowed = bool(authz.authorize_path(user, groups, wanted.verb, wanted.path))
+        status: Obj = {"allowed": bool(allowed)}
+        if reason:
+            status["reason"] = reason
+        out = {
+            "kind": "SubjectAccessReview",
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "spec": spec,
+            "status": status,
         }
         return json_response(out, 201)
 
