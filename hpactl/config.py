@@ -112,6 +112,23 @@ class OtelSettings:
         return not self.sdk_disabled and self.traces_endpoint is not None
 
 
+DEFAULT_ALWAYS_ALLOW_PATHS: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsAuthConfig:
+    """Secure metrics serving: HTTPS with delegated authentication and authorization,
+    named as kube-controller-manager names its secure-serving flags."""
+
+    secure: bool = False
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+    authentication_cache_ttl: timedelta = timedelta(seconds=10)
+    authorized_cache_ttl: timedelta = timedelta(seconds=10)
+    unauthorized_cache_ttl: timedelta = timedelta(seconds=10)
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
     """Everything ``hpactl run`` needs, validated."""
@@ -122,6 +139,7 @@ class ControllerConfig:
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
+    metrics_auth: MetricsAuthConfig = field(default_factory=MetricsAuthConfig)
     log_format: LogFormat = "json"
     verbosity: int = 0
     otel: OtelSettings = field(default_factory=OtelSettings)
@@ -142,7 +160,9 @@ class ControllerConfig:
 
 # ----------------------------------------------------------------------- the table
 
-Kind = Literal["duration", "float", "float32", "int32", "bool", "string", "level", "gates"]
+Kind = Literal[
+    "duration", "float", "float32", "int32", "bool", "string", "strings", "level", "gates"
+]
 
 SECTION_GENERIC = "Generic flags"
 SECTION_HPA = "Horizontalpodautoscaling controller flags"
@@ -165,6 +185,7 @@ GO_TYPE: Mapping[Kind, str] = {
     "int32": "int32",
     "bool": "",
     "string": "string",
+    "strings": "strings",
     "level": "Level",
     "gates": "mapStringBool",
 }
@@ -377,14 +398,48 @@ SETTINGS: tuple[Setting, ...] = (
         _HPA + "horizontalPodAutoscalerUpscaleForbiddenWindow",
         deprecated="This flag is currently no-op and will be deleted.",
     ),
-    # --- hpactl's own serving flags, named as controller-runtime names them
+    # --- hpactl's own serving flags, named as controller-runtime names them, and the
+    # secure-serving, authentication and authorization flags of kube-controller-manager
+    # that concern the secure metrics server.
+    Setting(
+        "metrics_auth.authentication_cache_ttl",
+        ("--authentication-token-webhook-cache-ttl",),
+        "duration",
+        SECTION_SERVING,
+        "The duration to cache responses from the webhook token authenticator (the "
+        "TokenReview that authenticates a request to the secure metrics server).",
+    ),
+    Setting(
+        "metrics_auth.always_allow_paths",
+        ("--authorization-always-allow-paths",),
+        "strings",
+        SECTION_SERVING,
+        "A list of HTTP paths to skip during authorization, i.e. these are authorized "
+        "without contacting the 'core' kubernetes server. With --metrics-secure, requests "
+        "for these paths on the metrics address need no token; a trailing * matches a "
+        "prefix.",
+    ),
+    Setting(
+        "metrics_auth.authorized_cache_ttl",
+        ("--authorization-webhook-cache-authorized-ttl",),
+        "duration",
+        SECTION_SERVING,
+        "The duration to cache 'authorized' responses from the webhook authorizer.",
+    ),
+    Setting(
+        "metrics_auth.unauthorized_cache_ttl",
+        ("--authorization-webhook-cache-unauthorized-ttl",),
+        "duration",
+        SECTION_SERVING,
+        "The duration to cache 'unauthorized' responses from the webhook authorizer.",
+    ),
     Setting(
         "health_probe_bind_address",
         ("--health-probe-bind-address",),
         "string",
         SECTION_SERVING,
-        "The address the /healthz and /readyz endpoints bind to, as HOST:PORT or :PORT; "
-        '"0" disables them.',
+        "The address the /healthz, /livez and /readyz endpoints bind to, as HOST:PORT or "
+        ':PORT; "0" disables them.',
     ),
     Setting(
         "metrics_bind_address",
@@ -393,6 +448,34 @@ SETTINGS: tuple[Setting, ...] = (
         SECTION_SERVING,
         "The address the Prometheus /metrics endpoint binds to, as HOST:PORT or :PORT; "
         '"0" disables it.',
+    ),
+    Setting(
+        "metrics_auth.secure",
+        ("--metrics-secure",),
+        "bool",
+        SECTION_SERVING,
+        "Serve /metrics over HTTPS and only to authenticated, authorized clients, as "
+        "kube-controller-manager's secure port does: a request's bearer token is "
+        "authenticated with a TokenReview and the user authorized with a "
+        "SubjectAccessReview (verb get on the non-resource path /metrics). When false, "
+        "/metrics is plain HTTP without authentication.",
+    ),
+    Setting(
+        "metrics_auth.tls_cert_file",
+        ("--tls-cert-file",),
+        "string",
+        SECTION_SERVING,
+        "File containing the default x509 Certificate for HTTPS. (CA cert, if any, "
+        "concatenated after server cert). If --metrics-secure is set and --tls-cert-file "
+        "and --tls-private-key-file are not provided, a self-signed certificate and key "
+        "are generated in memory at start.",
+    ),
+    Setting(
+        "metrics_auth.tls_private_key_file",
+        ("--tls-private-key-file",),
+        "string",
+        SECTION_SERVING,
+        "File containing the default x509 private key matching --tls-cert-file.",
     ),
     # --- Logs flags
     Setting(
@@ -532,6 +615,9 @@ def format_default(setting: Setting) -> str | None:
         return format_go_float(value)
     if setting.kind in ("int32", "level"):
         return str(value)
+    if setting.kind == "strings":
+        # pflag's stringSlice shows its default in brackets.
+        return f"[{','.join(value)}]" if value else None
     if value is None or value == "":
         return None
     return json.dumps(value)
@@ -593,6 +679,9 @@ def parse_flag_value(setting: Setting, raw: str) -> Any:
             return parse_go_float(raw, 64)
         if setting.kind == "float32":
             return parse_go_float(raw, 32)
+        if setting.kind == "strings":
+            # pflag's stringSlice: comma-separated; an empty value is an empty list.
+            return tuple(item.strip() for item in raw.split(",") if item.strip())
         if setting.kind == "level":
             # klog's Level.Set: strconv.ParseUint(value, 10, 32)
             if not re.fullmatch(r"[0-9]+", raw) or int(raw) >= 2**32:
@@ -915,7 +1004,13 @@ def build_config(
     except FeatureGateError as exc:
         raise ConfigError(f"--feature-gates: {exc}") from None
 
-    for key in ("client.kubeconfig", "client.master", "config_file"):
+    for key in (
+        "client.kubeconfig",
+        "client.master",
+        "config_file",
+        "metrics_auth.tls_cert_file",
+        "metrics_auth.tls_private_key_file",
+    ):
         if values.get(key) == "":
             values[key] = None
 
@@ -1048,6 +1143,34 @@ def validate(
         except ValueError as exc:
             raise ConfigError(f"{name(key)}: {exc}") from None
 
+    auth = config.metrics_auth
+    cert, key_file = "metrics_auth.tls_cert_file", "metrics_auth.tls_private_key_file"
+    if bool(auth.tls_cert_file) != bool(auth.tls_private_key_file):
+        missing, other = (key_file, cert) if auth.tls_cert_file else (cert, key_file)
+        raise ConfigError(f"{name(other)}: must be given together with {short(missing)}")
+    if auth.tls_cert_file and not auth.secure:
+        raise ConfigError(
+            f"{name(cert)}: needs {short('metrics_auth.secure')} "
+            "(without it /metrics is served over plain HTTP)"
+        )
+    for key in (
+        "metrics_auth.authentication_cache_ttl",
+        "metrics_auth.authorized_cache_ttl",
+        "metrics_auth.unauthorized_cache_ttl",
+    ):
+        value = _get_path(config, key)
+        if value < timedelta(0):
+            raise ConfigError(f"{name(key)}: must not be negative, got {d(value)}")
+    for path in auth.always_allow_paths:
+        if not path.startswith("/"):
+            raise ConfigError(
+                f'{name("metrics_auth.always_allow_paths")}: "{path}" must start with "/"'
+            )
+        if "*" in path[:-1]:
+            raise ConfigError(
+                f'{name("metrics_auth.always_allow_paths")}: "{path}": only a trailing * is allowed'
+            )
+
 
 # ------------------------------------------------------------- client source
 
@@ -1096,6 +1219,7 @@ __all__ = [
     "FeatureGates",
     "HPAControllerConfig",
     "LeaderElectionConfig",
+    "MetricsAuthConfig",
     "OtelSettings",
     "Setting",
     "Stage",

@@ -38,6 +38,7 @@ _METAVAR = {
     "float32": "float32",
     "int32": "int32",
     "string": "string",
+    "strings": "strings",
     "level": "Level",
     "gates": "mapStringBool",
 }

@@ -100,6 +100,13 @@ DEFAULT_CASES: list[tuple[str, str | None]] = [
     ("--leader-elect-resource-namespace", '"kube-system"'),
     ("--metrics-bind-address", '":8080"'),
     ("--health-probe-bind-address", '":8081"'),
+    ("--metrics-secure", "false"),
+    ("--tls-cert-file", None),
+    ("--tls-private-key-file", None),
+    ("--authorization-always-allow-paths", "[/healthz,/readyz,/livez]"),
+    ("--authentication-token-webhook-cache-ttl", "10s"),
+    ("--authorization-webhook-cache-authorized-ttl", "10s"),
+    ("--authorization-webhook-cache-unauthorized-ttl", "10s"),
     ("--logging-format", '"json"'),
     ("-v", "0"),
     ("--kubeconfig", None),
@@ -184,6 +191,28 @@ FLAG_CASES: list[tuple[list[str], str, Any]] = [
     (["--metrics-bind-address=127.0.0.1:9090"], "metrics_bind_address", "127.0.0.1:9090"),
     (["--metrics-bind-address=0"], "metrics_bind_address", "0"),
     (["--health-probe-bind-address=[::1]:9091"], "health_probe_bind_address", "[::1]:9091"),
+    (["--metrics-secure"], "metrics_auth.secure", True),
+    (
+        ["--authorization-always-allow-paths=/healthz, /debug/*"],
+        "metrics_auth.always_allow_paths",
+        ("/healthz", "/debug/*"),
+    ),
+    (["--authorization-always-allow-paths="], "metrics_auth.always_allow_paths", ()),
+    (
+        ["--authentication-token-webhook-cache-ttl=1m"],
+        "metrics_auth.authentication_cache_ttl",
+        timedelta(minutes=1),
+    ),
+    (
+        ["--authorization-webhook-cache-authorized-ttl=5m"],
+        "metrics_auth.authorized_cache_ttl",
+        timedelta(minutes=5),
+    ),
+    (
+        ["--authorization-webhook-cache-unauthorized-ttl=0s"],
+        "metrics_auth.unauthorized_cache_ttl",
+        timedelta(0),
+    ),
     (["--logging-format=console"], "log_format", "console"),
     (["--logging-format", "text"], "log_format", "console"),
     (["--logging-format=JSON"], "log_format", "json"),
@@ -214,8 +243,35 @@ def test_flag_sets_its_field_and_nothing_else(argv: list[str], key: str, expecte
 
 def test_every_flag_has_a_parse_case() -> None:
     keys = {key for _, key, _ in FLAG_CASES}
-    # --config and --feature-gates have their own tests.
-    assert keys == {s.key for s in SETTINGS} - {"config_file", "feature_gates"}
+    # --config, --feature-gates and the TLS pair (one needs the other) have their own tests.
+    tls = {"metrics_auth.tls_cert_file", "metrics_auth.tls_private_key_file"}
+    assert keys == {s.key for s in SETTINGS} - {"config_file", "feature_gates"} - tls
+
+
+def test_tls_files_come_as_a_pair_with_secure_metrics() -> None:
+    config = parse(
+        "--metrics-secure", "--tls-cert-file=/tls/tls.crt", "--tls-private-key-file", "/tls/k"
+    )
+    auth = config.metrics_auth
+    assert (auth.secure, auth.tls_cert_file, auth.tls_private_key_file) == (
+        True,
+        "/tls/tls.crt",
+        "/tls/k",
+    )
+    assert dataclasses.replace(config, metrics_auth=ControllerConfig().metrics_auth) == (
+        ControllerConfig()
+    )
+    assert error("--metrics-secure", "--tls-cert-file=c") == (
+        "--tls-cert-file: must be given together with --tls-private-key-file"
+    )
+    assert error("--metrics-secure", "--tls-private-key-file=k") == (
+        "--tls-private-key-file: must be given together with --tls-cert-file"
+    )
+    assert error("--tls-cert-file=c", "--tls-private-key-file=k") == (
+        "--tls-cert-file: needs --metrics-secure (without it /metrics is served over plain HTTP)"
+    )
+    # Empty values mean "not given", as for --kubeconfig.
+    assert parse("--tls-cert-file=", "--tls-private-key-file=").metrics_auth.tls_cert_file is None
 
 
 @pytest.mark.parametrize(
@@ -415,6 +471,18 @@ def test_go_durations(text: str, expected: timedelta) -> None:
         (
             ["--metrics-bind-address=8080"],
             '--metrics-bind-address: invalid address "8080": want HOST:PORT, :PORT, or "0" to disable',
+        ),
+        (
+            ["--authorization-always-allow-paths=/healthz,metrics"],
+            '--authorization-always-allow-paths: "metrics" must start with "/"',
+        ),
+        (
+            ["--authorization-always-allow-paths=/*/x"],
+            '--authorization-always-allow-paths: "/*/x": only a trailing * is allowed',
+        ),
+        (
+            ["--authorization-webhook-cache-authorized-ttl=-1s"],
+            "--authorization-webhook-cache-authorized-ttl: must not be negative, got -1s",
         ),
         (
             ["--health-probe-bind-address=:99999"],
