@@ -29,10 +29,11 @@ import structlog
 from hpactl.clock import RealClock
 from hpactl.config import ControllerConfig
 from hpactl.controller.app import ControllerApp
+from hpactl.controller.secure_metrics import readiness, secure_serving
 from hpactl.kube.leader import LeaderElector, default_identity
 from hpactl.obs.logging import configure_logging
 from hpactl.obs.metrics import ControllerMetrics
-from hpactl.obs.server import ObservabilityServer, Readiness
+from hpactl.obs.server import ObservabilityServer
 from hpactl.obs.tracing import setup_tracing
 
 __all__ = ["GC_THRESHOLDS", "SHUTDOWN_GRACE", "run_controller", "tune_gc"]
@@ -87,18 +88,19 @@ async def _main(config: ControllerConfig) -> int:
             tracer=tracing.tracer,
             wait_for_sync=False,
         ) as app:
-            readiness = Readiness(
-                caches_synced=lambda: app.caches_synced,
-                leader_state=lambda: state["leader"],
-            )
             server = ObservabilityServer(
                 metrics,
-                readiness,
+                readiness(app, lambda: state["leader"]),
                 config.metrics_bind_address,
                 config.health_probe_bind_address,
+                secure=secure_serving(config, app.session),
             )
             await server.start()
-            log.info("hpactl.serving", **{f"{k}_port": v for k, v in server.ports.items()})
+            log.info(
+                "hpactl.serving",
+                metrics_scheme=server.metrics_scheme,
+                **{f"{k}_port": v for k, v in server.ports.items()},
+            )
             return await _serve(config, app, metrics, clock, state, stop)
     finally:
         if server is not None:
