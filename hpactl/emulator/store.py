@@ -501,11 +501,12 @@ class Store:
         if ws is not None:
             ws.discard(w)
 
-    def close_watchers(self) -> None:
-        for ws in self._watchers.values():
-            for w in list(ws):
+    def close_watchers(self, key: StorageKey | None = None) -> None:
+        """End every open watch (of one resource, `(group, plural)`, if given)."""
+        keys = list(self._watchers) if key is None else [key]
+        for k in keys:
+            for w in self._watchers.pop(k, ()):
                 w.close()
-        self._watchers.clear()
 
     def watcher_count(self) -> int:
         return sum(len(ws) for ws in self._watchers.values())

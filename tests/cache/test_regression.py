@@ -250,11 +250,12 @@ async def test_connected_follows_refused_watches(
     informers.hpa_lister()
     assert informers.connected(grace=0) == (False, f"{HPAS}: not synced yet")
     async with synced(informers):
-        await drive(clock, lambda: pods.informer.reflector.failing_since is None, "a watch")
+        await drive(clock, lambda: emu.store.watcher_count() == 2, "two watches")
         assert informers.connected(grace=0) == (True, "")
         refuse = faults.add("status=503,path=/api/v1/pods,verb=watch")
-        faults.add("watch-drop=/api/v1/pods,count=1")  # end the running stream
-        await asyncio.wait_for(_until(lambda: clock.sleepers >= 1), WAIT)
+        emu.store.close_watchers(("", "pods"))  # end the running stream
+        refl = pods.informer.reflector
+        await drive(clock, lambda: "503" in str(refl.last_error), "a refused watch")
         ok, why = informers.connected(grace=0)
         assert not ok and why.startswith(f"{PODS}: ") and "503" in why
         # Within the grace period a failure does not count yet.
@@ -265,11 +266,6 @@ async def test_connected_follows_refused_watches(
         faults.remove(refuse)
         await drive(clock, lambda: informers.connected(grace=0)[0], "reconnection")
         assert informers.connected(grace=0) == (True, "")
-
-
-async def _until(cond: Callable[[], bool]) -> None:
-    while not cond():
-        await asyncio.sleep(0.01)
 
 
 def test_too_large_resource_version_is_recognised() -> None:
