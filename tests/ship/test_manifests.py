@@ -10,7 +10,10 @@
   writes status and records events — and every permission granted is used;
 * without any single rule of the ClusterRole or the leader-election Role it fails,
   and the 403 for exactly that permission shows where an operator looks (events,
-  conditions or hpactl's log).
+  conditions, a failed scrape or hpactl's log);
+* /metrics is HTTPS for clients the API server authenticates and authorizes
+  (--metrics-secure): a scraper bound to the hpactl-metrics-reader ClusterRole gets
+  the metrics, others 401 / 403; the NetworkPolicy admits only the metrics port.
 
 Syncs every 1 s and 2 s leases keep each test to a few seconds.
 """
@@ -21,11 +24,13 @@ import copy
 import json
 import re
 import shutil
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
@@ -102,6 +107,9 @@ def _flag_args() -> list[str]:
 OVERRIDES = {
     # The Lease lives in hpactl's own namespace, where the Role grants it.
     "--leader-elect-resource-namespace": HPACTL_NAMESPACE,
+    # Metrics over HTTPS with delegated authentication, on the usual HTTPS port.
+    "--metrics-secure": "true",
+    "--metrics-bind-address": ":8443",
 }
 
 
@@ -121,6 +129,8 @@ def test_deployment_flags_are_valid_and_spelled_out_with_their_defaults() -> Non
         expected = OVERRIDES.get(setting.flag)
         if expected is None:
             expected = json.loads(default) if default.startswith('"') else default
+            if setting.kind == "strings":  # pflag shows a list's default as [a,b]
+                expected = default.strip("[]")
         assert given[flag] == expected, f"{flag}={given[flag]}, expected {expected}"
     le = config.leader_election
     assert le.leader_elect and le.resource_namespace == HPACTL_NAMESPACE
@@ -143,16 +153,29 @@ def test_manifests_agree_with_each_other() -> None:
         pdb["spec"]["selector"]["matchLabels"],
     ):
         assert selector.items() <= labels.items()
-    # Probes and the Service point at the ports hpactl listens on.
+    # Probes and the Service point at the ports hpactl listens on; metrics are HTTPS.
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert config.health_probe_listen is not None and config.metrics_listen is not None
-    assert ports["health"] == config.health_probe_listen[1]
-    assert ports["metrics"] == config.metrics_listen[1]
+    assert ports == {"health": config.health_probe_listen[1], "https": config.metrics_listen[1]}
+    assert config.metrics_auth.secure
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
     svc = _by_kind("Service")
     assert svc["spec"]["selector"].items() <= labels.items()
-    assert [p["targetPort"] for p in svc["spec"]["ports"]] == ["metrics"]
+    assert [(p["name"], p["targetPort"]) for p in svc["spec"]["ports"]] == [("https", "https")]
+    # The NetworkPolicy selects hpactl's pods, admits only the metrics port (from
+    # namespaces labelled for monitoring) and lets them reach the API server only.
+    policy = _by_kind("NetworkPolicy")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    (ingress,) = policy["spec"]["ingress"]
+    assert ingress["ports"] == [{"protocol": "TCP", "port": "https"}]
+    assert ingress["from"] == [{"namespaceSelector": {"matchLabels": {"metrics": "enabled"}}}]
+    (egress,) = policy["spec"]["egress"]
+    assert {p["port"] for p in egress["ports"]} == {443, 6443}
+    # The scrapers' role: get on /metrics, bound by the operator (no binding shipped).
+    reader = next(o for o in manifest_objects() if o["metadata"]["name"] == "hpactl-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
     # Requests and limits; the restricted Pod Security profile.
     assert {"cpu", "memory"} <= container["resources"]["requests"].keys()
     assert "memory" in container["resources"]["limits"]
@@ -226,6 +249,7 @@ def _stored(emu: Emulator, obj: Obj) -> Obj | None:
         "Deployment": "deployments",
         "PodDisruptionBudget": "poddisruptionbudgets",
         "Service": "services",
+        "NetworkPolicy": "networkpolicies",
     }[obj["kind"]]
     meta = obj["metadata"]
     stored: Obj | None = emu.store.get(group, plural, meta.get("namespace", ""), meta["name"])
@@ -254,13 +278,14 @@ async def test_kubectl_applies_the_kustomization(cluster: Cluster) -> None:
 
 
 async def _apply_rbac(cluster: Cluster, drop: tuple[str, int] | None = None) -> None:
-    """kubectl apply the RBAC manifests, without rule `drop` = (kind, index) if given."""
+    """kubectl apply the RBAC manifests, without rule `drop` = (kind, index) of the role
+    of that kind bound to hpactl, if given."""
     files: list[Path] = []
     for path in rbac_files():
         docs = load_docs(path)
         if drop is not None and any(d["kind"] == drop[0] for d in docs):
             for doc in docs:
-                if doc["kind"] == drop[0]:
+                if doc["kind"] == drop[0] and _key_of(doc) in _hpactl_roles():
                     del doc["rules"][drop[1]]
             path = cluster.tmp / f"without-rule-{path.name}"
             path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
@@ -327,18 +352,76 @@ def _permissions(rule: Obj) -> list[tuple[str, str, str]]:
 
 
 def _rbac_rules() -> list[tuple[str, int, Obj]]:
+    """The rules of the roles bound to hpactl's ServiceAccount (not the scrapers' role)."""
     out: list[tuple[str, int, Obj]] = []
     for path in rbac_files():
         for doc in load_docs(path):
-            if doc["kind"] in ("ClusterRole", "Role"):
+            if _key_of(doc) in _hpactl_roles():
                 out.extend((doc["kind"], i, rule) for i, rule in enumerate(doc["rules"]))
     return out
+
+
+def _key_of(obj: Obj) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+def _hpactl_roles() -> set[tuple[str, str]]:
+    """(kind, name) of the roles the manifests bind (all to hpactl's ServiceAccount)."""
+    return {
+        (o["roleRef"]["kind"], o["roleRef"]["name"])
+        for o in manifest_objects()
+        if o["kind"].endswith("Binding")
+    }
 
 
 def _rule_id(case: tuple[str, int, Obj]) -> str:
     kind, _, rule = case
     groups = ",".join(g or "core" for g in rule["apiGroups"])
     return f"{kind}:{groups}:{','.join(rule['resources'])}"
+
+
+SCRAPER = ("monitoring", "prometheus")
+
+
+def _scraper_token(cluster: Cluster, *, bound: bool = True) -> str:
+    """A Prometheus ServiceAccount's token, bound to hpactl-metrics-reader as the
+    manifest's comment says (or another account, bound to nothing)."""
+    emu = cluster.emu
+    namespace, name = SCRAPER if bound else ("monitoring", "nobody")
+    if emu.store.get("", "namespaces", "", namespace) is None:
+        emu.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    if bound:
+        emu.store.create(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "hpactl-metrics-reader"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "hpactl-metrics-reader",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            }
+        )
+    return emu.token_for_service_account(namespace, name)
+
+
+async def _scrape(port: int, token: str | None, path: str = "/metrics") -> tuple[int, str]:
+    """GET over HTTPS without verifying the self-signed certificate, as a Prometheus
+    job with insecure_skip_verify does; (0, error) when nothing answers."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as http,
+            http.get(f"https://127.0.0.1:{port}{path}", headers=headers) as resp,
+        ):
+            return resp.status, await resp.text()
+    except aiohttp.ClientError as exc:
+        return 0, str(exc)
 
 
 @needs_kubectl
@@ -348,13 +431,22 @@ async def test_hpactl_works_with_the_service_account(cluster: Cluster) -> None:
     emu.server.hooks.authorizer = recorder
     await _apply_rbac(cluster)
     seed_cluster(emu)
+    scraper, stranger = _scraper_token(cluster), _scraper_token(cluster, bound=False)
     argv = hpactl_argv() + run_flags(_service_account_kubeconfig(cluster), leader_elect=True)
-    async with HpactlProcess(argv) as proc:
+    async with HpactlProcess([*argv, "--metrics-secure"]) as proc:
         done = await poll(lambda: not unmet(emu), 30)
         assert done, f"unmet: {unmet(emu)}\n{proc.output()}"
         serving = proc.find("hpactl.serving")
-        assert serving is not None
+        assert serving is not None and serving["metrics_scheme"] == "https"
         assert await http_status(f"http://127.0.0.1:{serving['health_port']}/readyz") == 200
+        # The scraper bound to hpactl-metrics-reader gets the metrics; others do not.
+        port = serving["metrics_port"]
+        code, text = await _scrape(port, scraper)
+        assert code == 200 and "hpactl_leader 1.0" in text, text
+        assert await _scrape(port, None) == (401, "Unauthorized\n")
+        code, text = await _scrape(port, stranger)
+        assert code == 403 and "cannot get path" in text
+        assert (await _scrape(port, None, "/readyz"))[0] == 200
         code = await proc.terminate()
     assert code == 0, proc.output()
     denied = [r for r in recorder.seen if not r[-1]]
@@ -391,6 +483,9 @@ SURFACES: dict[tuple[str, str], set[str]] = {
     ("external.metrics.k8s.io", "*"): {"event", "condition"},
     ("", "events"): set(),
     ("coordination.k8s.io", "leases"): set(),
+    # Secure metrics: the scrape fails (500, the 403 in its message).
+    ("authentication.k8s.io", "tokenreviews"): {"scrape"},
+    ("authorization.k8s.io", "subjectaccessreviews"): {"scrape"},
 }
 
 
@@ -436,8 +531,20 @@ async def test_hpactl_fails_without_any_single_rule(
     emu = cluster.emu
     await _apply_rbac(cluster, drop=(kind, index))
     seed_cluster(emu)
+    scraper = _scraper_token(cluster)
     argv = hpactl_argv() + run_flags(_service_account_kubeconfig(cluster), leader_elect=True)
-    async with HpactlProcess(argv) as proc:
+    async with HpactlProcess([*argv, "--metrics-secure"]) as proc:
+        if "scrape" in surfaces:
+            # The scrape fails visibly: a 500 naming the 403, and in hpactl's log.
+            record = await proc.wait_for_record("hpactl.serving", 20)
+            code, text = await _scrape(record["metrics_port"], scraper)
+            assert code == 500 and forbidden.search(text), (code, text)
+            assert text.startswith("Internal Server Error: ") and text.count("\n") == 1
+            assert await poll(lambda: any(forbidden.search(t) for t in _log_texts(proc)), 5)
+            # Everything else still works: only the scrape needs the rule.
+            assert await poll(lambda: not unmet(emu), 30), unmet(emu)
+            assert await proc.terminate() == 0, proc.output()
+            return
         # The 403 for exactly this permission reaches hpactl's log...
         logged = await poll(lambda: any(forbidden.search(t) for t in _log_texts(proc)), 20)
         assert logged, f"no 403 for {rule} in hpactl's output:\n{proc.output()}"
