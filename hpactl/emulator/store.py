@@ -587,15 +587,23 @@ class Store:
         rt, ns, new = self._prepare(obj)
         return _copy(self.create_entry(rt, ns, new, keep_status=True, validate=validate))
 
-    def apply(self, obj: Obj, *, validate: bool = True) -> Obj:
-        """Create, or replace an existing object entirely (spec and status, no
-        resourceVersion check), validated as the API server would validate it."""
+    def apply(self, obj: Obj, *, validate: bool = True, replace_status: bool = True) -> Obj:
+        """Create, or replace an existing object (no resourceVersion check), validated
+        as the API server would validate it. ``replace_status=False`` keeps the stored
+        status of an existing object (``kubectl apply`` of a manifest without status);
+        by default the status is replaced too."""
         rt, ns, new = self._prepare(obj)
         name = str(new.get("metadata", {}).get("name", ""))
         if name and self.get_entry(rt.storage_key, ns, name) is not None:
             return _copy(
                 self.update_entry(
-                    rt, ns, name, new, check_rv=False, keep_status=True, validate=validate
+                    rt,
+                    ns,
+                    name,
+                    new,
+                    check_rv=False,
+                    keep_status=replace_status,
+                    validate=validate,
                 )
             )
         return _copy(self.create_entry(rt, ns, new, keep_status=True, validate=validate))

@@ -246,14 +246,16 @@ class Simulation:
             self._capture.append(ev)
 
     def _apply(self, obj: Obj, where: str) -> None:
-        """Create or replace, status as given, creation/deletion timestamps honoured."""
+        """Create or replace, creation/deletion timestamps honoured. A manifest with a
+        ``status`` key sets the status; one without keeps what the object has (the
+        contract's ``apply`` rule: an HPA edited midway keeps its lastScaleTime)."""
         store = self.emu.store
         meta = obj.get("metadata") or {}
         try:
             rt = store.served_type(obj)
             store.ensure_namespace(obj)
             # The store validates (after defaulting) as the API server would.
-            stored = store.apply(obj)
+            stored = store.apply(obj, replace_status="status" in obj)
         except emu_errors.ApiError as exc:
             raise ScenarioError(where, exc.message) from None
         except (ValueError, TypeError, KeyError) as exc:

@@ -234,6 +234,34 @@ async def test_apply_and_delete_steps() -> None:
     assert r2.hpas == {} and r2.targets == {} and r2.events == []
 
 
+async def test_apply_without_status_keeps_the_status_and_with_status_sets_it() -> None:
+    """The contract's apply rule: an HPA edited midway keeps its lastScaleTime,
+    conditions and metrics; a manifest with a status key replaces the status."""
+    edited = hpa("web", [cpu_metric(50)], max_replicas=6)
+    ready = pod("web-a")
+    ready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    doc = {
+        "objects": [deployment("web", 1), pod("web-a"), hpa("web", [cpu_metric(50)])],
+        "metrics": {"pods": [pod_metrics("web-a", "2")]},
+        "steps": [{}, {"after": "1m", "apply": [edited, ready]}],
+    }
+    async with Simulation(parse_scenario(doc)) as sim:
+        r0, r1 = await sim.run()
+        stored = sim.emu.store.get("", "pods", "default", "web-a")
+    before = r0.hpas["default/web"]
+    after = r1.hpas["default/web"]
+    assert before["lastScaleTime"] is not None
+    assert after["lastScaleTime"] == before["lastScaleTime"]  # kept, not cleared
+    # AbleToScale stayed True: its lastTransitionTime is the first step's, which only
+    # a kept status can give.
+    assert condition(r1, "default/web", "AbleToScale")["lastTransitionTime"] == (
+        condition(r0, "default/web", "AbleToScale")["lastTransitionTime"]
+    )
+    # The Pod's manifest carried a status: it replaced the stored one.
+    assert stored is not None
+    assert stored["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
+
+
 async def test_one_sync_per_hpa_per_step_and_none_between() -> None:
     doc = {
         "objects": [
