@@ -7,12 +7,20 @@ then syncs — directly, or only while holding the leader Lease when
 
 * becoming leader starts the per-HPA schedule with empty histories (as a new
   kube-controller-manager leader does);
-* losing the lease stops every sync at once (no grace);
+* every write (scale, status, Events) is fenced by ``LeaderElector.holds_lease``:
+  once this replica cannot prove the lease is still its own (a renewal older than
+  the renew deadline, e.g. after the process was paused, or the lease seen held by
+  another), nothing more is sent, even before leadership is formally lost;
+* losing the lease stops every sync at once (no grace) and relists every cache;
+  leading again waits for that relist, so no decision rests on state cached before
+  the loss;
 * SIGTERM / SIGINT: stop scheduling, letting syncs in flight finish for at most
   ``SHUTDOWN_GRACE`` seconds, release the lease, flush traces, exit 0.
 
-``/readyz`` is ready once the caches have synced and leader election has settled
-(leader or standby).
+``/readyz`` is ready when the API server answers, every informer is synced and
+connected, and leader election has settled: leader, or standby (not while starting,
+after losing the lease until the caches are relisted, nor while a new leader waits
+for that relist); see ``hpactl.controller.serving.readiness``.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import contextlib
 import gc
 import os
 import signal
+from collections.abc import Awaitable
 from typing import Any
 
 import structlog
@@ -29,7 +38,7 @@ import structlog
 from hpactl.clock import RealClock
 from hpactl.config import ControllerConfig
 from hpactl.controller.app import ControllerApp
-from hpactl.controller.secure_metrics import readiness, secure_serving
+from hpactl.controller.serving import readiness, secure_serving
 from hpactl.kube.leader import LeaderElector, default_identity
 from hpactl.obs.logging import configure_logging
 from hpactl.obs.metrics import ControllerMetrics
@@ -132,26 +141,55 @@ async def _serve(
     pending_stops: set[asyncio.Task[None]] = set()
 
     identity = default_identity()
+    lost_once = False
 
-    def started() -> None:
+    async def lead_after_resync() -> None:
+        # The caches were relisted when leadership was lost; decide on nothing
+        # older than that relist.
+        await app.informers.wait_for_resync(None)
+        if state["leader"] == "resyncing":
+            state["leader"] = "leader"
+            controller.start_scheduling()
+            log.info("hpactl.leading", identity=identity, resynced=True)
+
+    def started() -> Awaitable[None] | None:
         metrics.leader.set(1)
+        if lost_once:
+            state["leader"] = "resyncing"
+            return lead_after_resync()
         state["leader"] = "leader"
         controller.start_scheduling()
         log.info("hpactl.leading", identity=identity)
+        return None
+
+    async def stand_by() -> None:
+        await controller.stop_scheduling(None)
+        await app.informers.wait_for_resync(None)
+        if state["leader"] == "lost":
+            state["leader"] = "standby"
 
     def stopped() -> None:
+        nonlocal lost_once
+        lost_once = True
         metrics.leader.set(0)
-        state["leader"] = "standby"
-        # Stop syncing at once: another process may already lead.
-        t = asyncio.ensure_future(controller.stop_scheduling(None))
+        # Writes are already refused (the session's fence); stop syncing at once.
+        state["leader"] = "lost"
+        # What was cached while leading (or while paused) is not trusted again:
+        # every cache is relisted before this replica may lead once more.
+        app.informers.relist()
+        t = asyncio.ensure_future(stand_by())
         pending_stops.add(t)
         t.add_done_callback(pending_stops.discard)
         log.warning("hpactl.stopped_leading", identity=identity)
 
     def new_leader(who: str) -> None:
-        if who != identity:
+        if who == identity:
+            return
+        if state["leader"] in ("leader", "resyncing"):
+            state["leader"] = "lost"  # stopped() follows as soon as run() returns
+        elif state["leader"] == "starting":
             state["leader"] = "standby"
-            log.info("hpactl.standby", leader=who)
+        log.info("hpactl.standby", leader=who)
 
     async def elect(elector: LeaderElector) -> None:
         # run() returns when leadership is lost; then stand by and try again.
@@ -173,6 +211,8 @@ async def _serve(
             on_stopped_leading=stopped,
             on_new_leader=new_leader,
         )
+        # Every write checks, just before it is sent, that the lease is provably ours.
+        app.session.write_fence = elector.holds_lease
         elector_task = asyncio.create_task(elect(elector), name="leader-election")
         log.info(
             "hpactl.electing",

@@ -59,8 +59,9 @@ client-side limiter at ``--kube-api-qps`` / ``--kube-api-burst``:
 * the discovery client (the REST mapper's): ``/api``, ``/apis`` and group-version
   documents;
 * one per metrics API group (``metrics.k8s.io``, ``custom.metrics.k8s.io``,
-  ``external.metrics.k8s.io``), and the Lease client (leader election has its own
-  client upstream, so sync traffic never starves a renew).
+  ``external.metrics.k8s.io``), the Lease client (leader election has its own
+  client upstream, so sync traffic never starves a renew), and one each for the
+  TokenReviews and SubjectAccessReviews of secure metrics serving.
 
 ``s.limiter_for(info, verb)`` returns the bucket a request uses.
 
@@ -112,7 +113,16 @@ QueryParams = Mapping[str, str | int | bool] | Sequence[tuple[str, str]]
 
 # Groups upstream reaches through a client of their own (own rate limiter).
 _OWN_CLIENT_GROUPS = frozenset(
-    {"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io", "coordination.k8s.io"}
+    {
+        "metrics.k8s.io",
+        "custom.metrics.k8s.io",
+        "external.metrics.k8s.io",
+        "coordination.k8s.io",
+        # Delegated authentication / authorization of /metrics scrapes (their own
+        # clients in kube-controller-manager): scrapes never starve HPA writes.
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+    }
 )
 
 
