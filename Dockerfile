@@ -39,5 +39,5 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
  && python -m pip check \
  && python -m compileall -q "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 USER 65532:65532
-EXPOSE 8080 8081 8443
+EXPOSE 8081 8443
 ENTRYPOINT ["hpactl", "run"]

@@ -43,6 +43,7 @@ KIND = "KubeControllerManagerConfiguration"
 # kube-controller-manager holds the Lease "kube-controller-manager"; hpactl must
 # never compete for it, so it uses its own name by default.
 DEFAULT_LEADER_ELECTION_RESOURCE_NAME = "hpactl"
+KCM_LEADER_ELECTION_RESOURCE_NAME = "kube-controller-manager"
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
@@ -92,6 +93,8 @@ class LeaderElectionConfig:
     resource_lock: str = "leases"
     resource_name: str = DEFAULT_LEADER_ELECTION_RESOURCE_NAME
     resource_namespace: str = "kube-system"
+    # hpactl only: take a lock named kube-controller-manager anyway (see validate).
+    allow_controller_manager_lock: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +309,16 @@ SETTINGS: tuple[Setting, ...] = (
         'Differs from kube-controller-manager\'s default ("kube-controller-manager") so that '
         "hpactl never competes for the controller manager's own lock.",
         _LE + "resourceName",
+    ),
+    Setting(
+        "leader_election.allow_controller_manager_lock",
+        ("--leader-elect-allow-controller-manager-lock",),
+        "bool",
+        SECTION_GENERIC,
+        "Allow --leader-elect-resource-name=kube-controller-manager. That is the "
+        "controller manager's own lock: holding it stops every controller of "
+        "kube-controller-manager, and hpactl refuses it unless this is set (for a "
+        "cluster whose controller manager runs with another lock name).",
     ),
     Setting(
         "leader_election.resource_namespace",
@@ -1092,6 +1105,19 @@ def validate(
         raise ConfigError(f"{name('client.burst')}: must be greater than 0, got {client.burst}")
 
     le = config.leader_election
+    if (
+        le.leader_elect
+        and le.resource_name == KCM_LEADER_ELECTION_RESOURCE_NAME
+        and not le.allow_controller_manager_lock
+    ):
+        # A KubeControllerManagerConfiguration copied as it is names the controller
+        # manager's own Lease: taking it would stop every controller it runs.
+        raise ConfigError(
+            f'{name("leader_election.resource_name")}: "{le.resource_name}" is '
+            "kube-controller-manager's own lock; use another name (the default is "
+            f'"{DEFAULT_LEADER_ELECTION_RESOURCE_NAME}") or set '
+            "--leader-elect-allow-controller-manager-lock"
+        )
     if le.leader_elect:
         for key in (
             "leader_election.lease_duration",

@@ -324,3 +324,41 @@ def test_binary_file(tmp_path: Path) -> None:
     path = tmp_path / "bin.yaml"
     path.write_bytes(b"\xff\xfe\x00garbage")
     assert error(str(path)) == f'--config: cannot read "{path}": not UTF-8 text'
+
+
+KCM_LOCK = """\
+generic:
+  leaderElection:
+    leaderElect: true
+    resourceName: kube-controller-manager
+    resourceNamespace: kube-system
+"""
+
+
+def test_the_controller_managers_own_lock_is_refused(tmp_path: Path) -> None:
+    """A kube-controller-manager configuration copied as it is would make hpactl take
+    the controller manager's Lease (and stop all its controllers)."""
+    path = write(tmp_path, KCM_LOCK)
+    message = error(path)
+    assert message.startswith(
+        f'{path}: generic.leaderElection.resourceName: "kube-controller-manager" is '
+        "kube-controller-manager's own lock"
+    )
+    assert "--leader-elect-allow-controller-manager-lock" in message
+    # The flag overrides the file's name, as every flag does.
+    assert load(path, "--leader-elect-resource-name=hpactl").leader_election.resource_name == (
+        "hpactl"
+    )
+    forced = load(path, "--leader-elect-allow-controller-manager-lock")
+    assert forced.leader_election.resource_name == "kube-controller-manager"
+    # Without leader election no lock is taken: nothing to refuse.
+    assert not load(path, "--leader-elect=false").leader_election.leader_elect
+
+
+def test_the_controller_managers_own_lock_is_refused_as_a_flag() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_run_config(["--leader-elect-resource-name=kube-controller-manager"], {})
+    assert str(info.value).startswith(
+        '--leader-elect-resource-name: "kube-controller-manager" is '
+        "kube-controller-manager's own lock"
+    )

@@ -97,6 +97,7 @@ DEFAULT_CASES: list[tuple[str, str | None]] = [
     ("--leader-elect-retry-period", "2s"),
     ("--leader-elect-resource-lock", '"leases"'),
     ("--leader-elect-resource-name", '"hpactl"'),
+    ("--leader-elect-allow-controller-manager-lock", "false"),
     ("--leader-elect-resource-namespace", '"kube-system"'),
     ("--metrics-bind-address", '":8080"'),
     ("--health-probe-bind-address", '":8081"'),
@@ -183,6 +184,11 @@ FLAG_CASES: list[tuple[list[str], str, Any]] = [
     (["--leader-elect-retry-period=1s"], "leader_election.retry_period", timedelta(seconds=1)),
     (["--leader-elect-resource-lock=leases"], "leader_election.resource_lock", "leases"),
     (["--leader-elect-resource-name=my-hpa"], "leader_election.resource_name", "my-hpa"),
+    (
+        ["--leader-elect-allow-controller-manager-lock"],
+        "leader_election.allow_controller_manager_lock",
+        True,
+    ),
     (
         ["--leader-elect-resource-namespace", "hpactl-system"],
         "leader_election.resource_namespace",
