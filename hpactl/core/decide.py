@@ -24,6 +24,7 @@ runs the selector validation once, so that neither of them nor :func:`decide` re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -33,12 +34,19 @@ from hpactl.core import conditions as C
 from hpactl.core.behavior import (
     Normalized,
     calculate_scale_down_limit_with_behaviors,
+    calculate_scale_up_limit,
     calculate_scale_up_limit_with_scaling_rules,
     get_longest_policy_period,
     normalize_desired_replicas,
     normalize_desired_replicas_with_behaviors,
 )
-from hpactl.core.history import History, record_initial_recommendation, store_scale_event
+from hpactl.core.history import (
+    History,
+    Recommendation,
+    in_window,
+    record_initial_recommendation,
+    store_scale_event,
+)
 from hpactl.core.metrics_eval import (
     NORMAL,
     WARNING,
@@ -51,7 +59,7 @@ from hpactl.core.metrics_eval import (
     tolerances_for_hpa,
     validate_and_parse_selector,
 )
-from hpactl.core.replica_calculator import ReplicaCalculator
+from hpactl.core.replica_calculator import ReplicaCalculator, Tolerances
 from hpactl.model.featuregates import (
     HPA_CONFIGURABLE_TOLERANCE,
     HPA_GENERATION,
@@ -72,13 +80,18 @@ from hpactl.model.hpa import (
     HPACondition,
     HPAStatus,
     LabelSelectorSpec,
+    MetricSpec,
     MetricStatus,
+    MetricTarget,
+    MetricValueStatus,
     ScalingPolicy,
     status_equal,
     status_to_raw,
 )
 from hpactl.model.pod import PodView
+from hpactl.model.quantity import Quantity
 from hpactl.model.selectors import Selector
+from hpactl.model.times import format_time
 
 __all__ = [
     "CoreConfig",
@@ -88,8 +101,10 @@ __all__ = [
     "MetricRequest",
     "Outcome",
     "Plan",
+    "RateLimit",
     "ScaleView",
     "ScaleWriteResult",
+    "StabilizationWindow",
     "SyncInputs",
     "decide",
     "finalize",
@@ -296,7 +311,16 @@ def metrics_to_fetch(hpa: HPA) -> tuple[MetricRequest, ...]:
 
 @dataclass(frozen=True, slots=True)
 class MetricExplanation:
-    """One metric's part in the decision."""
+    """One metric's part in the decision.
+
+    ``label`` is a short name (``cpu``, ``memory(app)``, ``pods:rps``,
+    ``object:hits``, ``external:queue``); ``current`` and ``target`` are as status
+    and spec show them, in the metric's own unit (``175%`` for a utilization
+    target, a quantity otherwise); ``ratio`` is the usage ratio the tolerance was
+    checked against and ``tolerance`` the (scale-down, scale-up) tolerances used;
+    ``ready_pods`` / ``total_pods`` the pods counted as ready and those the selector
+    matched (None where the calculation uses ``status.replicas``).
+    """
 
     index: int
     type: str
@@ -306,6 +330,77 @@ class MetricExplanation:
     failure_reason: str | None = None
     within_tolerance: bool = False
     set_aside: tuple[tuple[str, str], ...] = ()
+    label: str = ""
+    current: str | None = None
+    target: str | None = None
+    ratio: float | None = None
+    tolerance: tuple[float, float] | None = None
+    ready_pods: int | None = None
+    total_pods: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        ratio = self.ratio if self.ratio is not None and math.isfinite(self.ratio) else None
+        return {
+            "index": self.index,
+            "type": self.type,
+            "name": self.name,
+            "proposal": self.proposal,
+            "error": self.error,
+            "failureReason": self.failure_reason,
+            "withinTolerance": self.within_tolerance,
+            "setAside": [{"pod": p, "reason": r} for p, r in self.set_aside],
+            "label": self.label,
+            "current": self.current,
+            "target": self.target,
+            "ratio": ratio,
+            "tolerance": None
+            if self.tolerance is None
+            else {"scaleDown": self.tolerance[0], "scaleUp": self.tolerance[1]},
+            "readyPods": self.ready_pods,
+            "totalPods": self.total_pods,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StabilizationWindow:
+    """One stabilization window as the decision saw it: the recommendations inside
+    it (oldest first, the one being made not included). Scale-down takes the highest
+    of them and the proposal, scale-up the lowest."""
+
+    direction: Literal["scaleUp", "scaleDown"]
+    seconds: int
+    recommendations: tuple[Recommendation, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "seconds": self.seconds,
+            "recommendations": [_rec_dict(r) for r in self.recommendations],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """The rate limit computed for a change: at most ``limit`` replicas (scaleUp) or
+    at least ``limit`` (scaleDown) this sync, set by ``policy``; ``applied`` when it
+    changed the value."""
+
+    direction: Literal["scaleUp", "scaleDown"]
+    limit: int
+    policy: str
+    applied: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "limit": self.limit,
+            "policy": self.policy,
+            "applied": self.applied,
+        }
+
+
+def _rec_dict(r: Recommendation) -> dict[str, Any]:
+    return {"replicas": r.recommendation, "time": format_time(r.timestamp)}
 
 
 #: Which rule produced (or blocked) the final count.
@@ -336,6 +431,11 @@ class Explanation:
     ``limited_by`` lists the rules that changed the value, in the order applied
     (empty: the metric proposal was applied as is). ``policy`` names the behavior
     policy that set a rate limit (e.g. ``scaleUp Pods 4 per 15s``).
+
+    On the metrics path also: ``min_replicas`` / ``max_replicas``; ``windows``, the
+    stabilization windows with their contents; ``stabilized_by``, the
+    recommendation that set the stabilized value when it differs from the proposal;
+    ``rate_limit``, the limit computed for a change (applied or not).
     """
 
     path: str
@@ -350,6 +450,11 @@ class Explanation:
     policy: str = ""
     rescale_reason: str = ""
     error: str | None = None
+    min_replicas: int | None = None
+    max_replicas: int | None = None
+    windows: tuple[StabilizationWindow, ...] = ()
+    stabilized_by: Recommendation | None = None
+    rate_limit: RateLimit | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form for logs, traces and ``hpactl explain``."""
@@ -357,19 +462,7 @@ class Explanation:
             "path": self.path,
             "currentReplicas": self.current_replicas,
             "desiredReplicas": self.desired_replicas,
-            "metrics": [
-                {
-                    "index": m.index,
-                    "type": m.type,
-                    "name": m.name,
-                    "proposal": m.proposal,
-                    "error": m.error,
-                    "failureReason": m.failure_reason,
-                    "withinTolerance": m.within_tolerance,
-                    "setAside": [{"pod": p, "reason": r} for p, r in m.set_aside],
-                }
-                for m in self.metrics
-            ],
+            "metrics": [m.to_dict() for m in self.metrics],
             "metricProposal": self.metric_proposal,
             "metricName": self.metric_name,
             "stabilized": self.stabilized,
@@ -378,6 +471,11 @@ class Explanation:
             "policy": self.policy,
             "rescaleReason": self.rescale_reason,
             "error": self.error,
+            "minReplicas": self.min_replicas,
+            "maxReplicas": self.max_replicas,
+            "stabilizationWindows": [w.to_dict() for w in self.windows],
+            "stabilizedBy": None if self.stabilized_by is None else _rec_dict(self.stabilized_by),
+            "rateLimit": None if self.rate_limit is None else self.rate_limit.to_dict(),
         }
 
 
@@ -741,7 +839,9 @@ def decide(inputs: SyncInputs) -> Plan:
         now,
     )
     events.extend(res.events)
-    metric_expl = tuple(_metric_explanation(o) for o in res.outcomes)
+    metric_expl = tuple(
+        _metric_explanation(o, hpa.spec.metrics[o.index], tolerances) for o in res.outcomes
+    )
     if res.replicas == -1:
         if res.condition is not None:
             conds = _set(conds, res.condition, now)
@@ -791,6 +891,7 @@ def decide(inputs: SyncInputs) -> Plan:
     if desired < current:
         reason = ALL_BELOW_REASON
     proposal = desired
+    windows = _windows(hpa, config, history, now)
 
     b = hpa.spec.behavior
     norm: Normalized
@@ -886,6 +987,11 @@ def decide(inputs: SyncInputs) -> Plan:
         policy,
         reason if rescale else "",
         res.error,
+        min_replicas=min_replicas,
+        max_replicas=hpa.spec.max_replicas,
+        windows=windows,
+        stabilized_by=_stabilized_by(windows, proposal, norm.stabilized),
+        rate_limit=_rate_limit(hpa, history, current, norm.stabilized, limited_by, now),
     )
     return Plan(
         hpa,
@@ -918,7 +1024,10 @@ def _spec_error(outcomes: Sequence[MetricOutcome]) -> bool:
     return any(o.failure_reason == "InvalidMetricSourceType" for o in outcomes)
 
 
-def _metric_explanation(o: MetricOutcome) -> MetricExplanation:
+def _metric_explanation(
+    o: MetricOutcome, spec: MetricSpec, tolerances: Tolerances
+) -> MetricExplanation:
+    label, target, utilization = _metric_label_target(spec)
     return MetricExplanation(
         o.index,
         o.type,
@@ -928,6 +1037,147 @@ def _metric_explanation(o: MetricOutcome) -> MetricExplanation:
         o.failure_reason,
         o.within_tolerance,
         o.set_aside,
+        label=label,
+        current=_current_text(o.status, utilization) if o.replicas is not None else None,
+        target=target,
+        ratio=o.ratio,
+        tolerance=(tolerances.scale_down, tolerances.scale_up),
+        ready_pods=o.ready_pods,
+        total_pods=o.total_pods,
+    )
+
+
+def _target_text(t: MetricTarget) -> tuple[str | None, bool]:
+    """(target as the spec states it, whether it is a utilization), in the order the
+    calculations read the target's fields."""
+    if t.type == VALUE and t.value_milli is not None:
+        return str(Quantity.from_milli(t.value_milli, "DecimalSI")), False
+    if t.average_value_milli is not None:
+        return str(Quantity.from_milli(t.average_value_milli, "DecimalSI")), False
+    if t.average_utilization is not None:
+        return f"{t.average_utilization}%", True
+    if t.value_milli is not None:
+        return str(Quantity.from_milli(t.value_milli, "DecimalSI")), False
+    return None, False
+
+
+def _metric_label_target(spec: MetricSpec) -> tuple[str, str | None, bool]:
+    """A short label for a metric, its target text and whether it is a utilization."""
+    if spec.type == RESOURCE and spec.resource is not None:
+        return (spec.resource.name, *_target_text(spec.resource.target))
+    if spec.type == CONTAINER_RESOURCE and spec.container_resource is not None:
+        cr = spec.container_resource
+        return (f"{cr.name}({cr.container})", *_target_text(cr.target))
+    if spec.type == PODS and spec.pods is not None:
+        return (f"pods:{spec.pods.metric.name}", *_target_text(spec.pods.target))
+    if spec.type == OBJECT and spec.object is not None:
+        return (f"object:{spec.object.metric.name}", *_target_text(spec.object.target))
+    if spec.type == EXTERNAL and spec.external is not None:
+        return (f"external:{spec.external.metric.name}", *_target_text(spec.external.target))
+    return spec.type or "?", None, False
+
+
+def _current_text(status: MetricStatus, utilization: bool) -> str | None:
+    """The current value as ``status.currentMetrics`` shows it."""
+    current: MetricValueStatus | None = None
+    for src in (
+        status.resource,
+        status.container_resource,
+        status.pods,
+        status.object,
+        status.external,
+    ):
+        if src is not None:
+            current = src.current
+            break
+    if current is None:
+        return None
+    if utilization and current.average_utilization is not None:
+        return f"{current.average_utilization}%"
+    q = current.average_value if current.average_value is not None else current.value
+    return None if q is None else str(q)
+
+
+def _windows(
+    hpa: HPA, config: CoreConfig, history: History, now: datetime
+) -> tuple[StabilizationWindow, ...]:
+    """The stabilization windows of this HPA and what they hold before this sync's
+    recommendation is recorded (the same cutoffs as :mod:`hpactl.core.behavior`)."""
+    b = hpa.spec.behavior
+    spans: list[tuple[Literal["scaleUp", "scaleDown"], timedelta]] = []
+    if b is None:
+        spans.append(("scaleDown", config.downscale_stabilization))
+    else:
+        down = b.scale_down.stabilization_window_seconds
+        spans.append(("scaleUp", timedelta(seconds=b.scale_up.stabilization_window_seconds or 0)))
+        spans.append(
+            (
+                "scaleDown",
+                config.downscale_stabilization if down is None else timedelta(seconds=down),
+            )
+        )
+    return tuple(
+        StabilizationWindow(
+            direction,
+            int(span.total_seconds()),
+            tuple(r for r in history.recommendations if in_window(r.timestamp, now - span)),
+        )
+        for direction, span in spans
+    )
+
+
+def _stabilized_by(
+    windows: tuple[StabilizationWindow, ...], proposal: int, stabilized: int
+) -> Recommendation | None:
+    """The recommendation that moved the value: the highest of the scale-down window
+    when stabilization raised it, the lowest of the scale-up window when it lowered it
+    (the latest such entry)."""
+    if stabilized == proposal:
+        return None
+    want: Literal["scaleUp", "scaleDown"] = "scaleDown" if stabilized > proposal else "scaleUp"
+    recs = [r for w in windows if w.direction == want for r in w.recommendations]
+    if not recs:
+        return None
+    pick = max if want == "scaleDown" else min
+    best = pick(r.recommendation for r in recs)
+    return [r for r in recs if r.recommendation == best][-1]
+
+
+def _rate_limit(
+    hpa: HPA,
+    history: History,
+    current: int,
+    stabilized: int,
+    limited_by: Sequence[LimitedBy],
+    now: datetime,
+) -> RateLimit | None:
+    """The rate limit the normalization computed for a change from ``current``."""
+    if stabilized == current:
+        return None
+    up = stabilized > current
+    b = hpa.spec.behavior
+    if b is None:
+        if not up:
+            return None  # no scale-down rate limit without spec.behavior
+        return RateLimit(
+            "scaleUp",
+            calculate_scale_up_limit(current),
+            "max(2 x current, 4)",
+            "scale-up-limit" in limited_by,
+        )
+    if up:
+        limit = max(
+            calculate_scale_up_limit_with_scaling_rules(current, history, b.scale_up, now), current
+        )
+    else:
+        limit = min(
+            calculate_scale_down_limit_with_behaviors(current, history, b.scale_down, now), current
+        )
+    return RateLimit(
+        "scaleUp" if up else "scaleDown",
+        limit,
+        _limiting_policy(hpa, history, current, up, now),
+        ("scale-up-limit" if up else "scale-down-limit") in limited_by,
     )
 
 

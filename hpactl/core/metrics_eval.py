@@ -14,7 +14,7 @@ as data in call order, so the caller can replay them exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from hpactl.core.replica_calculator import (
     MetricReplicas,
     ReplicaCalcError,
     ReplicaCalculator,
+    ResourceReplicas,
     Tolerances,
 )
 from hpactl.model.hpa import (
@@ -222,6 +223,11 @@ class MetricOutcome:
     within_tolerance: bool = False
     set_aside: tuple[tuple[str, str], ...] = ()
     timestamp: datetime | None = None
+    # For explanations: the usage ratio checked against the tolerance, the pods
+    # counted as ready and the pods the selector matched (None where not used).
+    ratio: float | None = None
+    ready_pods: int | None = None
+    total_pods: int | None = None
 
 
 class _Failure(Exception):
@@ -283,8 +289,10 @@ def _resource_generic(
     pods: Sequence[PodView],
     data: MetricInput,
     now: datetime,
-) -> tuple[int, MetricValueStatus, str, bool, tuple[tuple[str, str], ...], datetime | None]:
-    """``horizontal.go: computeStatusForResourceMetricGeneric``; raises ValueError(err)."""
+) -> tuple[int, MetricValueStatus, str, ResourceReplicas | MetricReplicas]:
+    """``horizontal.go: computeStatusForResourceMetricGeneric``; raises ValueError(err).
+
+    Returns (replicas, status value, metric name, the calculator's result)."""
     metrics = _as_pod_metrics(data)
     if target.average_value_milli is not None:
         try:
@@ -301,14 +309,7 @@ def _resource_generic(
         except ReplicaCalcError as e:
             raise ValueError(f"failed to get {resource} usage: {e.message}") from None
         status = MetricValueStatus(average_value=_average_value_quantity(r.usage, resource))
-        return (
-            r.replicas,
-            status,
-            f"{resource} resource",
-            r.limited_by_tolerance,
-            r.set_aside,
-            r.timestamp,
-        )
+        return r.replicas, status, f"{resource} resource", r
     if target.average_utilization is None:
         raise ValueError(
             "invalid resource metric source: neither an average utilization target "
@@ -334,7 +335,7 @@ def _resource_generic(
         average_value=_average_value_quantity(rr.raw_average, resource),
         average_utilization=rr.utilization,
     )
-    return rr.replicas, status, name, rr.limited_by_tolerance, rr.set_aside, rr.timestamp
+    return rr.replicas, status, name, rr
 
 
 def _dec(milli: int) -> Quantity:
@@ -451,7 +452,7 @@ def _compute(
                 "value target was set"
             )
             raise _Failure(reason, msg, outer.format(msg))
-        return _ok(index, spec, r, name, status)
+        return _ok(index, spec, r, name, status, pods)
 
     if spec.type == PODS and spec.pods is not None:
         psrc = spec.pods
@@ -477,13 +478,13 @@ def _compute(
             PODS,
             pods=PodsMetricStatus(psrc.metric, MetricValueStatus(average_value=_dec(r.usage))),
         )
-        return _ok(index, spec, r, f"pods metric {psrc.metric.name}", status)
+        return _ok(index, spec, r, f"pods metric {psrc.metric.name}", status, pods)
 
     if spec.type == RESOURCE and spec.resource is not None:
         rsrc = spec.resource
         reason = "FailedGetResourceMetric"
         try:
-            replicas, value, name, within, aside, ts = _resource_generic(
+            replicas, value, name, calc_result = _resource_generic(
                 calc,
                 spec_replicas,
                 rsrc.target,
@@ -500,22 +501,13 @@ def _compute(
                 reason, str(e), f"failed to get {rsrc.name} resource metric value: {e}"
             ) from None
         status = MetricStatus(RESOURCE, resource=ResourceMetricStatus(rsrc.name, value))
-        return MetricOutcome(
-            index,
-            spec.type,
-            replicas,
-            name,
-            status,
-            within_tolerance=within,
-            set_aside=aside,
-            timestamp=ts,
-        )
+        return _with_calc(MetricOutcome(index, spec.type, replicas, name, status), calc_result, pods)
 
     if spec.type == CONTAINER_RESOURCE and spec.container_resource is not None:
         csrc = spec.container_resource
         reason = "FailedGetContainerResourceMetric"
         try:
-            replicas, value, name, within, aside, ts = _resource_generic(
+            replicas, value, name, calc_result = _resource_generic(
                 calc,
                 spec_replicas,
                 csrc.target,
@@ -537,16 +529,7 @@ def _compute(
             CONTAINER_RESOURCE,
             container_resource=ContainerResourceMetricStatus(csrc.name, value, csrc.container),
         )
-        return MetricOutcome(
-            index,
-            spec.type,
-            replicas,
-            name,
-            status,
-            within_tolerance=within,
-            set_aside=aside,
-            timestamp=ts,
-        )
+        return _with_calc(MetricOutcome(index, spec.type, replicas, name, status), calc_result, pods)
 
     if spec.type == EXTERNAL and spec.external is not None:
         esrc = spec.external
@@ -578,7 +561,7 @@ def _compute(
                     esrc.metric, MetricValueStatus(average_value=_dec(r.usage))
                 ),
             )
-            return _ok(index, spec, r, name, status)
+            return _ok(index, spec, r, name, status, pods)
         if target.value_milli is not None:
             try:
                 r = calc.get_external_metric_replicas(
@@ -598,7 +581,7 @@ def _compute(
                 EXTERNAL,
                 external=ExternalMetricStatus(esrc.metric, MetricValueStatus(value=_dec(r.usage))),
             )
-            return _ok(index, spec, r, name, status)
+            return _ok(index, spec, r, name, status, pods)
         msg = (
             "invalid external metric source: neither a value target nor an average value "
             "target was set"
@@ -610,17 +593,29 @@ def _compute(
 
 
 def _ok(
-    index: int, spec: MetricSpec, r: MetricReplicas, name: str, status: MetricStatus
+    index: int,
+    spec: MetricSpec,
+    r: MetricReplicas,
+    name: str,
+    status: MetricStatus,
+    pods: Sequence[PodView] | None = None,
 ) -> MetricOutcome:
-    return MetricOutcome(
-        index,
-        spec.type,
-        r.replicas,
-        name,
-        status,
+    return _with_calc(MetricOutcome(index, spec.type, r.replicas, name, status), r, pods)
+
+
+def _with_calc(
+    o: MetricOutcome, r: ResourceReplicas | MetricReplicas, pods: Sequence[PodView] | None
+) -> MetricOutcome:
+    """``o`` with what the calculator reports besides the count (explanations only).
+    ``pods``: the pods the calculation looked at (None: it used status.replicas)."""
+    return replace(
+        o,
         within_tolerance=r.limited_by_tolerance,
         set_aside=r.set_aside,
         timestamp=r.timestamp,
+        ratio=r.ratio,
+        ready_pods=r.ready_pods,
+        total_pods=None if pods is None or r.ready_pods is None else len(pods),
     )
 
 

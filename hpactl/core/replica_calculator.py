@@ -13,8 +13,10 @@ conversions of out-of-range values implementation-defined; here they saturate
 (arm64 behaviour; NaN -> 0) so a result is always a valid replica count.
 
 Besides upstream's return values, every result records which pods were set aside and
-why (``set_aside``) and whether the tolerance kept the current count
-(``limited_by_tolerance``), for decision explanations.
+why (``set_aside``), whether the tolerance kept the current count
+(``limited_by_tolerance``), the usage ratio the tolerance was checked against
+(``ratio``) and the pods counted as ready (``ready_pods``), for decision
+explanations. None of these feed back into the result.
 """
 
 from __future__ import annotations
@@ -177,6 +179,8 @@ class ResourceReplicas:
     timestamp: datetime | None
     set_aside: tuple[tuple[str, str], ...] = ()
     limited_by_tolerance: bool = False
+    ratio: float | None = None
+    ready_pods: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +190,9 @@ class MetricReplicas:
     ``usage`` is the value upstream reports in status (average value, object value,
     external sum, or per-pod average). ``timestamp`` is None where upstream returns Go's
     zero time (Object Value and External Value targets discard the fetch timestamp).
+    ``ratio`` is the usage ratio the tolerance was checked against (after the
+    missing/unready adjustment when there was one); ``ready_pods`` the pods counted
+    (None where upstream uses ``status.replicas`` instead of pods).
     """
 
     replicas: int
@@ -193,6 +200,8 @@ class MetricReplicas:
     timestamp: datetime | None
     set_aside: tuple[tuple[str, str], ...] = ()
     limited_by_tolerance: bool = False
+    ratio: float | None = None
+    ready_pods: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,9 +497,18 @@ class ReplicaCalculator:
             work, requests, target_utilization
         )
 
-        def result(replicas: int, limited: bool = False) -> ResourceReplicas:
+        def result(
+            replicas: int, limited: bool = False, ratio: float = usage_ratio
+        ) -> ResourceReplicas:
             return ResourceReplicas(
-                replicas, utilization, raw_average, timestamp, groups.set_aside, limited
+                replicas,
+                utilization,
+                raw_average,
+                timestamp,
+                groups.set_aside,
+                limited,
+                ratio,
+                groups.ready_pod_count,
             )
 
         scale_up_with_unready = bool(groups.unready_pods) and usage_ratio > 1.0
@@ -516,15 +534,15 @@ class ReplicaCalculator:
 
         new_usage_ratio, _, _ = get_resource_utilization_ratio(work, requests, target_utilization)
         if tolerances.is_within(new_usage_ratio):
-            return result(current_replicas, True)
+            return result(current_replicas, True, new_usage_ratio)
         if (usage_ratio < 1.0 < new_usage_ratio) or (usage_ratio > 1.0 > new_usage_ratio):
-            return result(current_replicas)
+            return result(current_replicas, ratio=new_usage_ratio)
         new_replicas = _ceil_int32(new_usage_ratio * float(len(work)))
         if (new_usage_ratio < 1.0 and new_replicas > current_replicas) or (
             new_usage_ratio > 1.0 and new_replicas < current_replicas
         ):
-            return result(current_replicas)
-        return result(new_replicas)
+            return result(current_replicas, ratio=new_usage_ratio)
+        return result(new_replicas, ratio=new_usage_ratio)
 
     def get_raw_resource_replicas(
         self,
@@ -601,8 +619,12 @@ class ReplicaCalculator:
             raise ReplicaCalcError(ERR_NO_READY_METRICS)
         usage_ratio, usage = get_metric_usage_ratio(work, target_usage)
 
-        def result(replicas: int, limited: bool = False) -> MetricReplicas:
-            return MetricReplicas(replicas, usage, timestamp, groups.set_aside, limited)
+        def result(
+            replicas: int, limited: bool = False, ratio: float = usage_ratio
+        ) -> MetricReplicas:
+            return MetricReplicas(
+                replicas, usage, timestamp, groups.set_aside, limited, ratio, groups.ready_pod_count
+            )
 
         scale_up_with_unready = bool(groups.unready_pods) and usage_ratio > 1.0
         if not scale_up_with_unready and not groups.missing_pods:
@@ -624,15 +646,15 @@ class ReplicaCalculator:
 
         new_usage_ratio, _ = get_metric_usage_ratio(work, target_usage)
         if tolerances.is_within(new_usage_ratio):
-            return result(current_replicas, True)
+            return result(current_replicas, True, new_usage_ratio)
         if (usage_ratio < 1.0 < new_usage_ratio) or (usage_ratio > 1.0 > new_usage_ratio):
-            return result(current_replicas)
+            return result(current_replicas, ratio=new_usage_ratio)
         new_replicas = _ceil_int32(new_usage_ratio * float(len(work)))
         if (new_usage_ratio < 1.0 and new_replicas > current_replicas) or (
             new_usage_ratio > 1.0 and new_replicas < current_replicas
         ):
-            return result(current_replicas)
-        return result(new_replicas)
+            return result(current_replicas, ratio=new_usage_ratio)
+        return result(new_replicas, ratio=new_usage_ratio)
 
     def get_object_metric_replicas(
         self,
@@ -661,7 +683,9 @@ class ReplicaCalculator:
             current_replicas, usage_ratio, tolerances, pods
         )
         # Upstream discards the fetch timestamp here and returns the zero time.
-        return MetricReplicas(replicas, usage, None, (), limited)
+        return MetricReplicas(
+            replicas, usage, None, (), limited, usage_ratio, _ready_count(pods, current_replicas)
+        )
 
     def get_usage_ratio_replica_count(
         self,
@@ -714,7 +738,7 @@ class ReplicaCalculator:
         if not limited:
             replica_count = _ceil_int32(_fdiv(float(usage), float(target_average_usage)))
         average = _ceil_int64(_fdiv(float(usage), float(status_replicas)))
-        return MetricReplicas(replica_count, average, metric.timestamp, (), limited)
+        return MetricReplicas(replica_count, average, metric.timestamp, (), limited, usage_ratio)
 
     def get_external_metric_replicas(
         self,
@@ -748,7 +772,9 @@ class ReplicaCalculator:
             current_replicas, usage_ratio, tolerances, pods
         )
         # Upstream discards the fetch timestamp here and returns the zero time.
-        return MetricReplicas(replicas, usage, None, (), limited)
+        return MetricReplicas(
+            replicas, usage, None, (), limited, usage_ratio, _ready_count(pods, current_replicas)
+        )
 
     def get_external_per_pod_metric_replicas(
         self,
@@ -788,7 +814,15 @@ class ReplicaCalculator:
             average = MAX_INT64
         else:
             average = _ceil_int64(_fdiv(float(usage), float(status_replicas)))
-        return MetricReplicas(replica_count, average, metric.timestamp, (), limited)
+        return MetricReplicas(replica_count, average, metric.timestamp, (), limited, usage_ratio)
+
+
+def _ready_count(pods: Sequence[PodView], current_replicas: int) -> int | None:
+    """The ready pods ``getUsageRatioReplicaCount`` counts (None at zero replicas,
+    where it counts none). For explanations only."""
+    if current_replicas == 0:
+        return None
+    return sum(1 for pod in pods if is_pod_ready_running(pod))
 
 
 def _check_metric_selector(metric_selector: Mapping[str, Any] | None) -> None:
