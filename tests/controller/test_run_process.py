@@ -204,6 +204,23 @@ def _args(emu: Emulator, *extra: str) -> list[str]:
     ]
 
 
+def _fast_lease(name: str) -> list[str]:
+    """Leader election on a short lease (3 s / renew 2 s / retry 250 ms)."""
+    return [
+        "--leader-elect=true",
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=250ms",
+        "--leader-elect-resource-namespace=kube-system",
+        f"--leader-elect-resource-name={name}",
+    ]
+
+
+def _holder(emu: Emulator, name: str) -> str:
+    lease = emu.store.get("coordination.k8s.io", "leases", "kube-system", name)
+    return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
 def _replicas(emu: Emulator, name: str = "web") -> int:
     obj = emu.store.get("apps", "deployments", "default", name)
     assert obj is not None
@@ -308,18 +325,10 @@ async def test_run_scales_up_and_down_exports_spans_and_metrics(
 async def test_leader_hand_over_without_double_scale_and_clean_sigterm(
     spawn: Callable[..., Any],
 ) -> None:
-    le = [
-        "--leader-elect=true",
-        "--leader-elect-lease-duration=3s",
-        "--leader-elect-renew-deadline=2s",
-        "--leader-elect-retry-period=250ms",
-        "--leader-elect-resource-namespace=kube-system",
-        "--leader-elect-resource-name=hpactl-test",
-    ]
+    le = _fast_lease("hpactl-test")
 
     def holder() -> str:
-        lease = emu.store.get("coordination.k8s.io", "leases", "kube-system", "hpactl-test")
-        return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+        return _holder(emu, "hpactl-test")
 
     async with Emulator() as emu:
         names = workload(emu, "web", 2, _now())
@@ -415,19 +424,10 @@ async def test_a_paused_leader_writes_nothing_once_it_resumes_without_the_lease(
     """Issue: a leader paused (SIGSTOP) longer than the lease, resumed after the standby
     took over, went on scaling, writing status and Events for another 10 s. Each
     process talks through its own recording proxy, so every write is attributed."""
-    le = [
-        "--leader-elect=true",
-        "--leader-elect-lease-duration=3s",
-        "--leader-elect-renew-deadline=2s",
-        "--leader-elect-retry-period=250ms",
-        "--leader-elect-resource-namespace=kube-system",
-        "--leader-elect-resource-name=hpactl-fence",
-        "--horizontal-pod-autoscaler-downscale-stabilization=0s",
-    ]
+    le = [*_fast_lease("hpactl-fence"), "--horizontal-pod-autoscaler-downscale-stabilization=0s"]
 
     def holder() -> str:
-        lease = emu.store.get("coordination.k8s.io", "leases", "kube-system", "hpactl-fence")
-        return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+        return _holder(emu, "hpactl-fence")
 
     async with (
         Emulator() as emu,
