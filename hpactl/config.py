@@ -143,6 +143,9 @@ class ControllerConfig:
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     metrics_auth: MetricsAuthConfig = field(default_factory=MetricsAuthConfig)
+    # Decision records kept per HPA (0: none) and the debug endpoint serving them.
+    decision_records: int = 5
+    enable_debug_endpoints: bool = False
     log_format: LogFormat = "json"
     verbosity: int = 0
     otel: OtelSettings = field(default_factory=OtelSettings)
@@ -445,6 +448,26 @@ SETTINGS: tuple[Setting, ...] = (
         "duration",
         SECTION_SERVING,
         "The duration to cache 'unauthorized' responses from the webhook authorizer.",
+    ),
+    Setting(
+        "decision_records",
+        ("--decision-records",),
+        "int32",
+        SECTION_SERVING,
+        "The number of decision records kept per HorizontalPodAutoscaler (the latest "
+        "syncs' explanations: inputs, each metric's proposal, stabilization, rate limits, "
+        "min/max, the writes made), served by --enable-debug-endpoints and read by "
+        "'hpactl explain'. 0 keeps none.",
+    ),
+    Setting(
+        "enable_debug_endpoints",
+        ("--enable-debug-endpoints",),
+        "bool",
+        SECTION_SERVING,
+        "Serve each HorizontalPodAutoscaler's decision records as JSON at "
+        "/debug/hpa/{namespace}/{name} on the metrics address (behind the same "
+        "authentication and authorization as /metrics with --metrics-secure). Off by "
+        "default: the records name workloads and show metric values.",
     ),
     Setting(
         "health_probe_bind_address",
@@ -1162,6 +1185,11 @@ def validate(
     for key in ("leader_election.resource_name", "leader_election.resource_namespace"):
         if not _get_path(config, key):
             raise ConfigError(f"{name(key)}: must not be empty")
+
+    if config.decision_records < 0:
+        raise ConfigError(
+            f"{name('decision_records')}: must not be negative, got {config.decision_records}"
+        )
 
     for key in ("metrics_bind_address", "health_probe_bind_address"):
         try:

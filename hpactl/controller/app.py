@@ -210,6 +210,7 @@ class ControllerApp:
             hpa_generation=gates.enabled(fg.HPA_GENERATION),
             stale_consistency=gates.enabled(fg.STALE_CONTROLLER_CONSISTENCY_HPA),
             call_timeout=self.call_timeout,
+            decision_records=cfg.decision_records,
         )
         self._controller = controller
         hpas.informer.add_handler(controller.on_add, controller.on_update, controller.on_delete)

@@ -6,7 +6,7 @@
   registered in the selector store with a match-nothing selector, then scheduled at
   once; an update wakes the HPA early only when ``metadata.generation`` changed and
   the HPAGeneration gate is on; a delete cancels it and forgets its history,
-  selector and last explanation.
+  selector, last explanation and decision records (:mod:`hpactl.controller.records`).
 * :meth:`HorizontalController.sync_one` is ``reconcileKey`` + ``reconcileAutoscaler``:
   gather (:mod:`hpactl.controller.gather`) → ``decide`` → scale write when the plan
   rescales (retried on conflict) → ``finalize`` → status write only when it changed
@@ -48,6 +48,7 @@ from hpactl.cache.listers import HPALister
 from hpactl.cache.store import ProjectionError
 from hpactl.clock import Clock
 from hpactl.controller.gather import FetchedMetric, Gatherer, ScaleRead
+from hpactl.controller.records import DecisionRecords
 from hpactl.controller.scheduling import SyncSupervisor
 from hpactl.controller.selector_store import SelectorStore
 from hpactl.core.decide import (
@@ -186,6 +187,7 @@ class HorizontalController:
         hpa_generation: bool = False,
         stale_consistency: bool = False,
         call_timeout: float = 10.0,
+        decision_records: int = 0,
     ) -> None:
         self.hpas = hpas
         self.gatherer = gatherer
@@ -204,6 +206,8 @@ class HorizontalController:
         self.selectors = SelectorStore()
         self.history: dict[str, History] = {}
         self.last_records: dict[str, SyncRecord] = {}
+        # The latest syncs of each HPA (--decision-records), for explain / debug.
+        self.records = DecisionRecords(decision_records)
         self._written_rv: dict[str, int] = {}
         self._uncertain: dict[str, _UncertainRescale] = {}
         self._invalid_reported: dict[str, str] = {}
@@ -248,6 +252,7 @@ class HorizontalController:
         self.selectors.remove(key)
         self.history.pop(key, None)
         self.last_records.pop(key, None)
+        self.records.forget(key)
         self._written_rv.pop(key, None)
         self._uncertain.pop(key, None)
         self._invalid_reported.pop(key, None)
@@ -375,6 +380,7 @@ class HorizontalController:
                 elapsed
             )
         self.last_records[key] = rec
+        self.records.add(rec, self.clock.now())
         if self.on_record is not None:
             self.on_record(rec)
         return rec

@@ -38,7 +38,7 @@ import structlog
 from hpactl.clock import RealClock
 from hpactl.config import ControllerConfig
 from hpactl.controller.app import ControllerApp
-from hpactl.controller.serving import readiness, secure_serving
+from hpactl.controller.serving import debug_endpoints, readiness, secure_serving
 from hpactl.kube.leader import LeaderElector, default_identity
 from hpactl.obs.logging import configure_logging
 from hpactl.obs.metrics import ControllerMetrics
@@ -103,6 +103,7 @@ async def _main(config: ControllerConfig) -> int:
                 config.metrics_bind_address,
                 config.health_probe_bind_address,
                 secure=secure_serving(config, app.session),
+                debug=debug_endpoints(config, app),
             )
             await server.start()
             log.info(

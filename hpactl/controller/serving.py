@@ -10,6 +10,9 @@ reviews handed to the observability server (which imports neither).
     ``--tls-private-key-file``, or self-signed) and a :class:`DelegatedAuth` that
     reviews each request's token and access at the API server. ValueError (one line)
     when the certificate files are unusable.
+``debug_endpoints(config, app) -> DebugEndpoints | None``
+    With ``--enable-debug-endpoints``: the controller's decision records for
+    ``/debug/hpa/{namespace}/{name}``.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from hpactl.controller.app import ControllerApp
 from hpactl.kube.authn import DelegatedAuth
 from hpactl.kube.health import api_server_check
 from hpactl.kube.session import KubeSession
-from hpactl.obs.server import Readiness, SecureServing
+from hpactl.obs.server import DebugEndpoints, Readiness, SecureServing
 from hpactl.obs.tls import serving_certificate
 
-__all__ = ["readiness", "secure_serving"]
+__all__ = ["debug_endpoints", "readiness", "secure_serving"]
 
 
 def readiness(app: ControllerApp, leader_state: Callable[[], str]) -> Readiness:
@@ -61,4 +64,15 @@ def secure_serving(config: ControllerConfig, session: KubeSession | None) -> Sec
         authorize=reviewer.review,
         certificate=certificate,
         always_allow_paths=auth.always_allow_paths,
+    )
+
+
+def debug_endpoints(config: ControllerConfig, app: ControllerApp) -> DebugEndpoints | None:
+    """The decision records of an open ControllerApp, when debug endpoints are on."""
+    if not config.enable_debug_endpoints:
+        return None
+    records = app.controller.records
+    return DebugEndpoints(
+        records=lambda namespace, name: records.to_json(f"{namespace}/{name}"),
+        keys=lambda: list(records),
     )

@@ -23,14 +23,21 @@ SubjectAccessReview at the API server), answering 401, 403, 500 or letting it
 through. Paths in ``always_allow_paths`` (``/healthz``, ``/readyz``, ``/livez`` by
 default, also served there) need no token. This module stays a leaf: the callable
 comes from the caller.
+
+Debug endpoints (:class:`DebugEndpoints`, ``hpactl run --enable-debug-endpoints``):
+``GET /debug/hpa/{namespace}/{name}`` answers the HPA's decision records as JSON
+(404 with a JSON error for an HPA without records) and ``GET /debug/hpa`` lists the
+HPAs that have some. They are served on the metrics address, behind the same
+authentication and authorization as ``/metrics`` (the reviewed path is the request
+path, verb ``get``); without ``debug`` the routes do not exist.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Handler
@@ -42,6 +49,7 @@ __all__ = [
     "DEFAULT_ALWAYS_ALLOW_PATHS",
     "AccessDecision",
     "Check",
+    "DebugEndpoints",
     "ObservabilityServer",
     "Readiness",
     "RequestAuthorizer",
@@ -166,6 +174,15 @@ class SecureServing:
         return False
 
 
+@dataclass(frozen=True)
+class DebugEndpoints:
+    """What the debug endpoints serve: ``records(namespace, name)`` gives an HPA's
+    records document (None: no records) and ``keys()`` the HPAs that have some."""
+
+    records: Callable[[str, str], Mapping[str, Any] | None]
+    keys: Callable[[], Sequence[str]]
+
+
 def _text(status: int, text: str) -> web.Response:
     return web.Response(status=status, text=text + "\n", content_type="text/plain")
 
@@ -182,10 +199,12 @@ class ObservabilityServer:
         health_address: str = ":8081",
         *,
         secure: SecureServing | None = None,
+        debug: DebugEndpoints | None = None,
     ) -> None:
         self._metrics = metrics
         self._readiness = readiness
         self._secure = secure
+        self._debug = debug
         self._addresses = {
             "metrics": parse_bind_address(metrics_address),
             "health": parse_bind_address(health_address),
@@ -202,6 +221,21 @@ class ObservabilityServer:
     async def _metrics_handler(self, _request: web.Request) -> web.Response:
         body = self._metrics.render()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+    async def _debug_hpa(self, request: web.Request) -> web.Response:
+        assert self._debug is not None
+        ns, name = request.match_info["namespace"], request.match_info["name"]
+        doc = self._debug.records(ns, name)
+        if doc is None:
+            return web.json_response(
+                {"hpa": f"{ns}/{name}", "error": f"no decision records for {ns}/{name}"},
+                status=404,
+            )
+        return web.json_response(dict(doc))
+
+    async def _debug_hpas(self, _request: web.Request) -> web.Response:
+        assert self._debug is not None
+        return web.json_response({"hpas": sorted(self._debug.keys())})
 
     async def _healthz(self, request: web.Request) -> web.Response:
         # Liveness: answering at all is the check.
@@ -280,6 +314,9 @@ class ObservabilityServer:
         else:
             metrics_app = web.Application()
         metrics_app.router.add_get("/metrics", self._metrics_handler)
+        if self._debug is not None:
+            metrics_app.router.add_get("/debug/hpa", self._debug_hpas)
+            metrics_app.router.add_get("/debug/hpa/{namespace}/{name}", self._debug_hpa)
         health_app = web.Application()
         self._add_probes(health_app)
         apps["metrics"], apps["health"] = metrics_app, health_app

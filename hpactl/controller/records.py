@@ -1,0 +1,130 @@
+"""Decision records: the last N syncs of each HPA, as ``hpactl explain`` reads them.
+
+``DecisionRecords(limit)`` keeps, per HPA key, the latest ``limit`` sync records
+(``--decision-records``, default 5; 0 keeps none) with the time each was taken.
+The controller adds one per sync (skipped syncs included: they say why) and forgets
+an HPA's records with the HPA. A record holds the :class:`SyncRecord` the sync
+returned, the same object the controller keeps as its last record, so nothing is
+copied.
+
+``to_dict()`` is the JSON form served at ``/debug/hpa/{namespace}/{name}``
+(``--enable-debug-endpoints``) and printed by ``hpactl explain --output json``:
+
+* ``time``, ``hpa``, ``currentReplicas``, ``desiredReplicas``, ``rescaled``,
+  ``reason``, ``action``, ``errors``, ``skipped``;
+* ``explanation``: :meth:`hpactl.core.decide.Explanation.to_dict` (None for a
+  skipped sync);
+* ``writes``: ``scale`` (``attempted``, ``replicas`` asked for, ``result``
+  ``ok`` / ``failed`` / ``not-attempted``, ``error``), ``status`` (written or not) and
+  ``events`` (each ``{type, reason, message}``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from hpactl.model.times import format_time
+
+if TYPE_CHECKING:
+    from hpactl.controller.horizontal import SyncRecord
+
+__all__ = ["DecisionRecord", "DecisionRecords", "scale_write"]
+
+
+def scale_write(rec: SyncRecord) -> dict[str, Any]:
+    """What the sync did to the target's scale, read off its record."""
+    expl = rec.explanation
+    if rec.rescaled:
+        return {"attempted": True, "replicas": rec.desired, "result": "ok", "error": None}
+    if expl is not None and "failed-rescale" in expl.limited_by:
+        return {
+            "attempted": True,
+            "replicas": expl.desired_replicas,
+            "result": "failed",
+            "error": expl.error,
+        }
+    return {"attempted": False, "replicas": None, "result": "not-attempted", "error": None}
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One sync of one HPA and when it was recorded."""
+
+    time: datetime
+    sync: SyncRecord
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.sync
+        return {
+            "time": format_time(self.time),
+            "hpa": r.key,
+            "currentReplicas": r.current,
+            "desiredReplicas": r.desired,
+            "rescaled": r.rescaled,
+            "reason": r.reason,
+            "action": r.action,
+            "explanation": None if r.explanation is None else r.explanation.to_dict(),
+            "writes": {
+                "scale": scale_write(r),
+                "status": r.status_written,
+                "events": [
+                    {"type": e.type, "reason": e.reason, "message": e.message} for e in r.events
+                ],
+            },
+            "errors": list(r.errors),
+            "skipped": r.skipped,
+        }
+
+
+class DecisionRecords:
+    """The latest ``limit`` records of each HPA (see the module docstring)."""
+
+    __slots__ = ("_by_key", "limit")
+
+    def __init__(self, limit: int) -> None:
+        if limit < 0:
+            raise ValueError(f"decision records: must not be negative, got {limit}")
+        self.limit = limit
+        self._by_key: dict[str, deque[DecisionRecord]] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self.limit > 0
+
+    def add(self, rec: SyncRecord, at: datetime) -> None:
+        if self.limit == 0:
+            return
+        q = self._by_key.get(rec.key)
+        if q is None:
+            q = self._by_key[rec.key] = deque(maxlen=self.limit)
+        q.append(DecisionRecord(at, rec))
+
+    def get(self, key: str) -> tuple[DecisionRecord, ...]:
+        """The records of ``key``, oldest first (empty for an unknown HPA)."""
+        return tuple(self._by_key.get(key, ()))
+
+    def forget(self, key: str) -> None:
+        self._by_key.pop(key, None)
+
+    def clear(self) -> None:
+        self._by_key.clear()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_key
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_key)
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def to_json(self, key: str) -> dict[str, Any] | None:
+        """``{"hpa": key, "records": [...]}`` (newest last), None for an unknown HPA."""
+        q = self._by_key.get(key)
+        if q is None:
+            return None
+        return {"hpa": key, "records": [r.to_dict() for r in q]}
