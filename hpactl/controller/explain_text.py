@@ -8,8 +8,9 @@ as one made in this process. Pure: no I/O, no clock.
 * :func:`answer` — one sentence with the numbers: what happened and the rule that
   decided, e.g. ``held at 6 by the scale-down stabilization window: the highest
   recommendation in the last 300 s was 6 (at 12:03:15); cpu alone would give 4``.
-* :func:`limiting_rule` — the rule alone, when it is not the metric itself (the
-  simulate timeline), e.g. ``limited by scale-up policy (Pods 1 per 60s)``.
+* :func:`limiting_rule` — the rule alone, when it is not the metric itself, e.g.
+  ``limited by scale-up policy (Pods 1 per 60s)``; :func:`rule_note` adds what the
+  metrics alone would have given (the simulate timeline).
 * :func:`render_records` — the newest record in full (the answer, then each metric,
   the pods set aside, the windows, the limits, the writes), then one line per older
   record.
@@ -18,10 +19,10 @@ as one made in this process. Pure: no I/O, no clock.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["answer", "limiting_rule", "render_one_off", "render_records"]
+__all__ = ["answer", "limiting_rule", "render_one_off", "render_records", "rule_note"]
 
 Doc = Mapping[str, Any]
 
@@ -131,8 +132,10 @@ def _movement(e: Doc, *, would: bool = False) -> str:
     return f"{'would stay' if would else 'held'} at {cur}"
 
 
-def limiting_rule(e: Doc) -> str:
-    """The rule that set the count when it is not the metric itself ("" otherwise)."""
+def limiting_rule(e: Doc, time_text: Callable[[str], str] | None = None) -> str:
+    """The rule that set the count when it is not the metric itself ("" otherwise).
+    ``time_text`` renders a record's RFC 3339 time (default: the UTC clock time)."""
+    when = time_text or _clock
     rules = [r for r in e.get("limitedBy") or [] if r in _RULES]
     if not rules:
         return ""
@@ -145,9 +148,12 @@ def limiting_rule(e: Doc) -> str:
         )
         what = "highest" if direction == "scale-down" else "lowest"
         secs = _window_seconds(e, "scaleDown" if direction == "scale-down" else "scaleUp")
-        tail = f" ({what} recommendation {by.get('replicas')}" if by else ""
+        tail = ""
         if by:
-            tail += f" at {_clock(by.get('time'))}" + (f" within {secs} s" if secs else "") + ")"
+            tail = (
+                f" (the {what} recommendation in the last {secs} s was {by.get('replicas')}, "
+                f"at {when(str(by.get('time')))})"
+            )
         return f"held by the {direction} stabilization window{tail}"
     if rule in ("scale-up-limit", "scale-down-limit"):
         direction = "scale-up" if rule == "scale-up-limit" else "scale-down"
@@ -161,6 +167,16 @@ def limiting_rule(e: Doc) -> str:
     if rule == "min":
         return f"kept at minReplicas {e.get('minReplicas', e.get('desiredReplicas'))}"
     return f"raised to minReplicas {e.get('desiredReplicas')} when scaling from zero"
+
+
+def rule_note(e: Doc, time_text: Callable[[str], str] | None = None) -> str:
+    """``limited by scale-up policy (Pods 2 per 60s); cpu alone would give 9``, or ""
+    when the metric proposal was applied as is (or no proposal was made)."""
+    rule = limiting_rule(e, time_text)
+    if not rule or e.get("path") != "metrics":
+        return ""
+    alone = _alone(e)
+    return f"{rule}; {alone}" if alone else rule
 
 
 def _window_seconds(e: Doc, direction: str) -> int | None:

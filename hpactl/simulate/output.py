@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TextIO
 
+from hpactl.controller.explain_text import rule_note
 from hpactl.model.quantity import parse_quantity
-from hpactl.model.times import format_go_duration
+from hpactl.model.times import format_go_duration, parse_time
 from hpactl.simulate.runner import StepResult
 
 __all__ = [
@@ -161,6 +162,20 @@ def _hpa_line(result: StepResult, key: str) -> str:
     return "  ".join(p for p in parts if p)
 
 
+def _rule_note(result: StepResult, key: str, start: datetime) -> str:
+    """The rule that set the count when it is not the metric itself (from the record),
+    times as offsets from the scenario start like the time column."""
+
+    def offset(text: str) -> str:
+        try:
+            return format_offset((parse_time(text) - start).total_seconds())
+        except ValueError:
+            return text
+
+    expl = (result.decisions.get(key) or {}).get("explanation")
+    return rule_note(expl, offset) if isinstance(expl, Mapping) else ""
+
+
 def _n(v: Any) -> str:
     return "-" if v is None else str(v)
 
@@ -183,8 +198,9 @@ def write_timeline(
     for r in results:
         offset = format_offset((r.time - start).total_seconds())
         lines = {k: _hpa_line(r, k) for k in sorted(r.hpas)}
+        notes = {k: n for k in sorted(r.hpas) if (n := _rule_note(r, k, start))}
         events = tuple((e["object"], e["type"], e["reason"], e["message"]) for e in r.events)
-        signature = (lines, events)
+        signature = (lines, events, notes)
         if signature == previous and r is not results[-1]:
             quiet += 1
             last_quiet = r
@@ -199,6 +215,8 @@ def write_timeline(
         for i, k in enumerate(sorted(lines)):
             prefix = f"{offset:<8}  {r.step:>5}" if i == 0 else f"{'':<8}  {'':>5}"
             out.write(f"{prefix}  {lines[k]}\n")
+            if k in notes:
+                out.write(f"{'':<8}  {'':>5}    {k}: {notes[k]}\n")
         for ev in r.events:
             obj = ev["object"].split("/", 1)[-1]
             out.write(f"{'':<8}  {'':>5}    {ev['type']} {ev['reason']} ({obj}): {ev['message']}\n")

@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
 from hpactl.clock import VirtualClock
+from hpactl.controller.records import DecisionRecord
 from hpactl.emulator import errors as emu_errors
 from hpactl.emulator.emulator import Emulator
 from hpactl.emulator.registry import ResourceType
@@ -78,6 +79,9 @@ class StepResult:
     # HPA key -> (replicas before, after) for each rescale the sync made. Exact even
     # when the event recorder's spam filter drops the SuccessfulRescale event.
     rescales: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    # HPA key -> the sync's decision record (DecisionRecord.to_dict(), as served at
+    # /debug/hpa/...): the optional `decisions` field of a jsonl line.
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +90,7 @@ class StepResult:
             "targets": self.targets,
             "hpas": self.hpas,
             "events": self.events,
+            "decisions": self.decisions,
         }
 
 
@@ -364,6 +369,10 @@ class Simulation:
         self._react()
         result = self._record(number, step.index, captured)
         result.rescales = {r.key: (r.current, r.desired) for r in records if r.rescaled}
+        result.decisions = {
+            r.key: DecisionRecord(result.time, r).to_dict()
+            for r in sorted(records, key=lambda rec: rec.key)
+        }
         self.results.append(result)
         return result
 

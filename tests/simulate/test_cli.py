@@ -65,7 +65,9 @@ def test_jsonl_is_exactly_the_documented_shape(
     assert len(lines) == 4
     rows = [json.loads(line) for line in lines]
     for i, row in enumerate(rows):
-        assert list(row) == ["step", "time", "targets", "hpas", "events"]
+        # The contract's fields first, as they were; then the optional `decisions`.
+        assert list(row) == ["step", "time", "targets", "hpas", "events", "decisions"]
+        assert row["decisions"].keys() == {"default/web"}
         assert row["step"] == i
         assert row["time"] == f"2026-01-01T00:00:{15 * i:02d}Z"
         assert row["targets"].keys() == {"Deployment/default/web"}
