@@ -317,9 +317,9 @@ def _metric_lines(e: Doc) -> list[str]:
         if ratio:
             parts.append(f"ratio {ratio} (tolerance {_tolerance_range(m)})")
         if m.get("readyPods") is not None and m.get("totalPods") is not None:
-            parts.append(f"{m['readyPods']} of {m['totalPods']} pods ready and counted")
-        verdict = "within tolerance, " if m.get("withinTolerance") else ""
-        lines.append(", ".join(parts) + f" → {verdict}{m.get('proposal')} replicas")
+            parts.append(f"{m['readyPods']} of {m['totalPods']} pods counted")
+        verdict = "within tolerance, stays at " if m.get("withinTolerance") else "proposes "
+        lines.append(", ".join(parts) + f" → {verdict}{m.get('proposal')}")
         aside = [a for a in m.get("setAside") or [] if isinstance(a, Mapping)]
         if aside:
             by_reason: dict[str, list[str]] = {}
