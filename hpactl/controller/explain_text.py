@@ -373,6 +373,10 @@ def _write_lines(r: Doc) -> list[str]:
     if not isinstance(w, Mapping):
         return []
     scale = w.get("scale") or {}
+    if w.get("shadow"):
+        would = scale.get("replicas")
+        what = f"a writer would set the scale to {would}" if would is not None else "no rescale"
+        return [f"writes: none (shadow mode; {what})"]
     if scale.get("result") == "ok":
         s = f"scale set to {scale.get('replicas')}"
     elif scale.get("result") == "failed":
@@ -396,6 +400,9 @@ def _record_answer(r: Doc) -> str:
     if not isinstance(e, Mapping):
         errors = "; ".join(str(x) for x in r.get("errors") or [])
         return f"no decision: {errors or 'the sync failed'}"
+    writes = r.get("writes")
+    if isinstance(writes, Mapping) and writes.get("shadow"):
+        return f"(shadow) {answer(e, would=True)}"
     return answer(e)
 
 

@@ -17,6 +17,11 @@ copied.
 * ``writes``: ``scale`` (``attempted``, ``replicas`` asked for, ``result``
   ``ok`` / ``failed`` / ``not-attempted``, ``error``), ``status`` (written or not) and
   ``events`` (each ``{type, reason, message}``).
+
+In shadow mode (``DecisionRecords.shadow``, set by whoever turns shadow mode on)
+nothing is written: ``writes`` is ``{"shadow": true, "scale": {"attempted": false,
+"replicas": <what a writer would set, or null>, "result": "shadow", ...}, "status":
+false, "events": []}`` and ``wouldEmit`` lists the Events a writer would emit.
 """
 
 from __future__ import annotations
@@ -35,9 +40,12 @@ if TYPE_CHECKING:
 __all__ = ["DecisionRecord", "DecisionRecords", "scale_write"]
 
 
-def scale_write(rec: SyncRecord) -> dict[str, Any]:
+def scale_write(rec: SyncRecord, shadow: bool = False) -> dict[str, Any]:
     """What the sync did to the target's scale, read off its record."""
     expl = rec.explanation
+    if shadow:
+        would = rec.desired if rec.rescaled else None
+        return {"attempted": False, "replicas": would, "result": "shadow", "error": None}
     if rec.rescaled:
         return {"attempted": True, "replicas": rec.desired, "result": "ok", "error": None}
     if expl is not None and "failed-rescale" in expl.limited_by:
@@ -56,10 +64,19 @@ class DecisionRecord:
 
     time: datetime
     sync: SyncRecord
+    shadow: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         r = self.sync
-        return {
+        events = [{"type": e.type, "reason": e.reason, "message": e.message} for e in r.events]
+        writes: dict[str, Any] = {
+            "scale": scale_write(r, self.shadow),
+            "status": r.status_written,
+            "events": events,
+        }
+        if self.shadow:
+            writes = {**writes, "shadow": True, "status": False, "events": []}
+        out: dict[str, Any] = {
             "time": format_time(self.time),
             "hpa": r.key,
             "currentReplicas": r.current,
@@ -68,27 +85,26 @@ class DecisionRecord:
             "reason": r.reason,
             "action": r.action,
             "explanation": None if r.explanation is None else r.explanation.to_dict(),
-            "writes": {
-                "scale": scale_write(r),
-                "status": r.status_written,
-                "events": [
-                    {"type": e.type, "reason": e.reason, "message": e.message} for e in r.events
-                ],
-            },
+            "writes": writes,
             "errors": list(r.errors),
             "skipped": r.skipped,
         }
+        if self.shadow:
+            out["wouldEmit"] = events
+        return out
 
 
 class DecisionRecords:
     """The latest ``limit`` records of each HPA (see the module docstring)."""
 
-    __slots__ = ("_by_key", "limit")
+    __slots__ = ("_by_key", "limit", "shadow")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, *, shadow: bool = False) -> None:
         if limit < 0:
             raise ValueError(f"decision records: must not be negative, got {limit}")
         self.limit = limit
+        # Shadow mode writes nothing: records say so instead of listing writes.
+        self.shadow = shadow
         self._by_key: dict[str, deque[DecisionRecord]] = {}
 
     @property
@@ -101,7 +117,7 @@ class DecisionRecords:
         q = self._by_key.get(rec.key)
         if q is None:
             q = self._by_key[rec.key] = deque(maxlen=self.limit)
-        q.append(DecisionRecord(at, rec))
+        q.append(DecisionRecord(at, rec, self.shadow))
 
     def get(self, key: str) -> tuple[DecisionRecord, ...]:
         """The records of ``key``, oldest first (empty for an unknown HPA)."""
