@@ -143,6 +143,8 @@ class ControllerConfig:
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     metrics_auth: MetricsAuthConfig = field(default_factory=MetricsAuthConfig)
+    # Shadow mode: decide and compare with the writing controller, write nothing.
+    shadow: bool = False
     # Decision records kept per HPA (0: none) and the debug endpoint serving them.
     decision_records: int = 5
     enable_debug_endpoints: bool = False
@@ -413,6 +415,19 @@ SETTINGS: tuple[Setting, ...] = (
         "horizontal pod autoscaler.",
         _HPA + "horizontalPodAutoscalerUpscaleForbiddenWindow",
         deprecated="This flag is currently no-op and will be deleted.",
+    ),
+    Setting(
+        "shadow",
+        ("--shadow",),
+        "bool",
+        SECTION_HPA,
+        "Run beside the controller that scales (kube-controller-manager's, or another "
+        "hpactl): decide as usual from the same informers and metrics, write nothing (no "
+        "scale, no HPA status, no Events, no Lease: leader election is off whatever "
+        "--leader-elect says), and compare each decision with what that controller "
+        "records (hpactl_shadow_divergences_total; docs/shadow.md). Needs only read access "
+        "(manifests/shadow/). Run one replica.",
+        _HPA + "shadow",
     ),
     # --- hpactl's own serving flags, named as controller-runtime names them, and the
     # secure-serving, authentication and authorization flags of kube-controller-manager

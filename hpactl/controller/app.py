@@ -30,6 +30,10 @@ their first list. Nothing is synced until someone asks:
   resource did not change moves forward only through watch bookmarks: run the
   emulator with a short ``bookmark_interval`` (e.g. 0.05 s) when stepping.
 
+With ``config.shadow`` the controller gets a
+:class:`~hpactl.controller.shadow.ShadowComparer` (``controller.shadow``): it decides and
+compares with the writing controller, and never writes.
+
 Keyword arguments: ``env`` (the ``OTEL_*`` variables; tracing is set up only when
 ``tracer`` is not given — ``{}`` turns it off), ``metrics`` (a ``ControllerMetrics``
 to fill; one is made otherwise), ``tracer``, ``wait_for_sync`` (default True),
@@ -54,6 +58,7 @@ from hpactl.clock import Clock, RealClock
 from hpactl.config import ControllerConfig
 from hpactl.controller.gather import Gatherer
 from hpactl.controller.horizontal import HorizontalController
+from hpactl.controller.shadow import ShadowComparer, comparison_window
 from hpactl.core.decide import CoreConfig
 from hpactl.kube.events import EventRecorder
 from hpactl.kube.restmapper import RestMapper
@@ -212,6 +217,14 @@ class ControllerApp:
             call_timeout=self.call_timeout,
             decision_records=cfg.decision_records,
         )
+        if cfg.shadow:
+            # Decide beside the writing controller and compare; never write.
+            controller.shadow = ShadowComparer(
+                clock=self.clock,
+                config=controller.config,
+                window=comparison_window(period),
+                metrics=self.metrics,
+            )
         self._controller = controller
         hpas.informer.add_handler(controller.on_add, controller.on_update, controller.on_delete)
         informers.start()

@@ -22,6 +22,12 @@
 * With a write fence (``session.write_fence``, set by ``hpactl run`` to the leader
   lease), a sync starts only while the fence is open; a write refused by it
   (``NotLeader``) ends the sync with nothing more written (``skipped="not-leader"``).
+* Shadow mode (``shadow`` set to a :class:`~hpactl.controller.shadow.ShadowComparer`,
+  ``hpactl run --shadow``): every sync decides as usual and writes nothing (no scale,
+  status or Event; a rescale is finalized as if written, history excepted); the fence
+  is not consulted (it refuses everything), and the comparer follows the writing
+  controller's scale events and compares each decision with what that controller
+  recorded.
 * :meth:`HorizontalController.sync_all` syncs every cached HPA once (sorted keys,
   bounded concurrency): the deterministic entry point of ``hpactl simulate``. Syncs
   start in key order and each records its selector before its first wait on I/O
@@ -51,6 +57,7 @@ from hpactl.controller.gather import FetchedMetric, Gatherer, ScaleRead
 from hpactl.controller.records import DecisionRecords
 from hpactl.controller.scheduling import SyncSupervisor
 from hpactl.controller.selector_store import SelectorStore
+from hpactl.controller.shadow import ShadowComparer
 from hpactl.core.decide import (
     CoreConfig,
     Explanation,
@@ -213,6 +220,8 @@ class HorizontalController:
         self._invalid_reported: dict[str, str] = {}
         self.supervisor: SyncSupervisor | None = None
         self.on_record: Callable[[SyncRecord], None] | None = None
+        # Shadow mode: decide, write nothing, compare with the writing controller.
+        self.shadow: ShadowComparer | None = None
 
     @property
     def explanations(self) -> Mapping[str, Explanation]:
@@ -222,12 +231,16 @@ class HorizontalController:
     # -- informer handlers ------------------------------------------------------------
 
     def on_add(self, key: str, _obj: object) -> None:
+        if self.shadow is not None and isinstance(_obj, HPA):
+            self.shadow.observe_writer(key, None, _obj)
         self.selectors.register(key)
         if self.supervisor is not None:
             self.supervisor.add(key)
         self._count_hpas()
 
     def on_update(self, key: str, old: object, new: object) -> None:
+        if self.shadow is not None and isinstance(old, HPA) and isinstance(new, HPA):
+            self.shadow.observe_writer(key, old, new)
         if key not in self.selectors:
             self.on_add(key, new)
             return
@@ -256,6 +269,8 @@ class HorizontalController:
         self._written_rv.pop(key, None)
         self._uncertain.pop(key, None)
         self._invalid_reported.pop(key, None)
+        if self.shadow is not None:
+            self.shadow.forget(key)
         ns, name = _split(key)
         if self.metrics is not None:
             self.metrics.forget_hpa(ns, name)
@@ -319,7 +334,7 @@ class HorizontalController:
         """Reconcile one HPA; None when it no longer exists (its state is forgotten)."""
         ns, name = _split(key)
         fence = self._session.write_fence
-        if fence is not None and not fence():
+        if fence is not None and self.shadow is None and not fence():
             log.info("hpa.skipped", hpa=key, reason="not-leader")
             return SyncRecord(key, None, None, False, "", None, skipped="not-leader")
         hpa = self.hpas.get(ns, name)
@@ -433,6 +448,10 @@ class HorizontalController:
         history = self.history.get(key, History())
         read: ScaleRead = await self.gatherer.scale(hpa)
         history = self._settle_uncertain(hpa, read, history)
+        prior = history
+        if self.shadow is not None:
+            spec = read.scale.spec_replicas if read.scale is not None else None
+            history = self.shadow.follow(hpa, spec, history)
         pods = self.gatherer.pods(hpa.namespace, read.scale.selector) if read.scale else ()
         inputs = SyncInputs(
             hpa=hpa,
@@ -463,14 +482,18 @@ class HorizontalController:
 
         result: ScaleWriteResult | None = None
         if plan.rescale:
-            result = await self._write_scale(hpa, read, plan.desired_replicas, retried=retried)
+            if self.shadow is not None:
+                result = ScaleWriteResult.succeeded()  # decided, never written
+            else:
+                result = await self._write_scale(hpa, read, plan.desired_replicas, retried=retried)
         outcome = finalize(plan, result)
-        self.history[key] = outcome.history
+        # The shadow stores no scale event of its own: follow() stores the writer's.
+        self.history[key] = outcome.history if self.shadow is None else plan.history
 
         errors: list[str] = [outcome.error] if outcome.error else []
         events = list(outcome.events)
         written = False
-        if outcome.status_changed:
+        if outcome.status_changed and self.shadow is None:
             err = await self._write_status(hpa, outcome)
             if err is None:
                 written = True
@@ -478,6 +501,8 @@ class HorizontalController:
                 events.append(Event(WARNING, "FailedUpdateStatus", err))
                 errors.append(f"failed to update status for {hpa.name}: {err}")
         self._emit(hpa, events)
+        if self.shadow is not None:
+            self.shadow.compare(inputs, plan, outcome, prior, span)
 
         self._observe_metrics(hpa, fetched, outcome)
         expl = outcome.explanation
@@ -579,6 +604,8 @@ class HorizontalController:
     def _emit(self, obj: Involved, events: Sequence[Event]) -> None:
         # Queued: the recorder writes (and aggregates) in the background, as
         # client-go's broadcaster does; a full queue drops, never blocks a sync.
+        if self.shadow is not None:
+            return  # shadow mode records no Events
         for ev in events:
             self.recorder.emit(obj, ev)
 

@@ -17,6 +17,11 @@ then syncs — directly, or only while holding the leader Lease when
 * SIGTERM / SIGINT: stop scheduling, letting syncs in flight finish for at most
   ``SHUTDOWN_GRACE`` seconds, release the lease, flush traces, exit 0.
 
+With ``--shadow`` (:mod:`hpactl.controller.shadow`) there is no leader election
+whatever ``--leader-elect`` says, the session refuses every mutating request, and the
+per-HPA schedule starts once the caches are synced: the controller decides and
+compares, and writes nothing.
+
 ``/readyz`` is ready when the API server answers, every informer is synced and
 connected, and leader election has settled: leader, or standby (not while starting,
 after losing the lease until the caches are relisted, nor while a new leader waits
@@ -197,7 +202,22 @@ async def _serve(
         while True:
             await elector.run()
 
-    if le.leader_elect:
+    if config.shadow:
+        assert app.session is not None  # open inside `async with ControllerApp`
+        # Shadow mode writes nothing. The controller never sends a write; as a
+        # guarantee, the session refuses every mutating request (NotLeader) too. No
+        # Lease either: leader election is off, whatever --leader-elect says.
+        app.session.write_fence = lambda: False
+        state["leader"] = "leader"  # nothing to elect: ready once the caches are
+        controller.start_scheduling()
+        log.info(
+            "hpactl.shadow",
+            writes="none",
+            leader_election="off",
+            leader_elect_flag_ignored=le.leader_elect,
+            comparison_window=controller.shadow.window if controller.shadow else None,
+        )
+    elif le.leader_elect:
         assert app.session is not None  # open inside `async with ControllerApp`
         elector = LeaderElector(
             app.session,

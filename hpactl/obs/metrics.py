@@ -104,6 +104,31 @@ class ControllerMetrics:
         self.caches_synced = Gauge(
             "hpactl_informer_caches_synced", "1 once all informer caches have synced.", registry=r
         )
+        # Shadow mode (hpactl run --shadow): hpactl's decisions against the writer's.
+        self.shadow_divergences = Counter(
+            "hpactl_shadow_divergences_total",
+            "Decisions of the writing controller that hpactl, deciding from the same "
+            "inputs, did not reproduce (or contradicted), by HPA and field.",
+            ["namespace", "name", "field"],
+            registry=r,
+        )
+        self.shadow_comparisons = Counter(
+            "hpactl_shadow_comparisons_total",
+            "Field verdicts of shadow mode: agree, diverge, or not-compared (no decision "
+            "of the other controller from the same inputs within one sync period).",
+            ["result"],
+            registry=r,
+        )
+        self.shadow_hpas_compared = Gauge(
+            "hpactl_shadow_hpas_compared",
+            "HPAs for which at least one decision was compared with the writing controller.",
+            registry=r,
+        )
+        self.shadow_hpas_agreeing = Gauge(
+            "hpactl_shadow_hpas_agreeing",
+            "Compared HPAs without any divergence since hpactl started (or the HPA appeared).",
+            registry=r,
+        )
 
     def observe_api_request(self, verb: str, code: int, seconds: float) -> None:
         self.api_requests.labels(verb=verb, code=str(code)).inc()

@@ -110,6 +110,7 @@ DEFAULT_CASES: list[tuple[str, str | None]] = [
     ("--authorization-webhook-cache-unauthorized-ttl", "10s"),
     ("--decision-records", "5"),
     ("--enable-debug-endpoints", "false"),
+    ("--shadow", "false"),
     ("--logging-format", '"json"'),
     ("-v", "0"),
     ("--kubeconfig", None),
@@ -132,6 +133,7 @@ def test_every_setting_is_covered_by_the_default_table() -> None:
 # ------------------------------------------------------------- every flag parses
 
 FLAG_CASES: list[tuple[list[str], str, Any]] = [
+    (["--shadow"], "shadow", True),
     (["--horizontal-pod-autoscaler-sync-period=30s"], "hpa.sync_period", timedelta(seconds=30)),
     (["--horizontal-pod-autoscaler-sync-period", "1m"], "hpa.sync_period", timedelta(minutes=1)),
     (["--horizontal-pod-autoscaler-tolerance=0.05"], "hpa.tolerance", 0.05),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import ssl as ssl_
 import time
 from dataclasses import dataclass
 from types import TracebackType
@@ -65,8 +66,9 @@ class _Hold:
 
 
 class RecordingProxy:
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, *, ssl: ssl_.SSLContext | None = None) -> None:
         self.upstream = upstream.rstrip("/")
+        self._ssl = ssl  # to reach an https upstream (the emulator's CA)
         self.seen: list[Seen] = []
         self._holds: list[_Hold] = []
         self._runner: web.AppRunner | None = None
@@ -104,7 +106,9 @@ class RecordingProxy:
 
     async def start(self) -> None:
         self._client = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False
+            timeout=aiohttp.ClientTimeout(total=None),
+            auto_decompress=False,
+            connector=aiohttp.TCPConnector(ssl=self._ssl) if self._ssl is not None else None,
         )
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
