@@ -289,7 +289,8 @@ class ShadowComparer:
             cf_plan = decide(cf_inputs)
             cf = finalize(cf_plan, ScaleWriteResult.succeeded() if cf_plan.rescale else None)
             self._add(cmp, at, now, cf_plan, cf, start)
-        settled = cmp.settle(at, st.first_seen + st.warmup)
+        since = st.first_seen + st.warmup
+        settled = cmp.settle(at, since)
         if self.metrics is not None:
             m = self.metrics.shadow_comparisons
             if settled.agreed:
@@ -307,7 +308,7 @@ class ShadowComparer:
             st.diverged.add(d.field)
             self._report(hpa, d, span)
         self._gauges()
-        cmp.prune(at)
+        cmp.prune(at, since)
 
     @staticmethod
     def _add(

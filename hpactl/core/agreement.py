@@ -232,15 +232,19 @@ class Comparison:
                     found.append(Divergence(name, charged, (h,), "hpactl"))
         return Settled(agreed, not_compared, tuple(found))
 
-    def prune(self, now: float) -> None:
-        """Forget decisions judged and older than three windows (the writer's latest
-        decision is kept: it is still in effect)."""
+    def prune(self, now: float, since: float = float("-inf")) -> None:
+        """Forget decisions judged (or never to be judged: before ``since``) and older
+        than three windows; the writer's latest decision is kept (it is in effect)."""
         horizon = now - 3 * self.window
-        self.hpactl = [h for h in self.hpactl if h.at >= horizon or h.seq not in self._judged_h]
+        self.hpactl = [
+            h
+            for h in self.hpactl
+            if h.at >= horizon or (h.seq not in self._judged_h and h.at >= since)
+        ]
         keep: list[Decision] = []
         for i, w in enumerate(self.writer):
             until = self.writer[i + 1].at if i + 1 < len(self.writer) else float("inf")
-            if until >= horizon or w.seq not in self._judged_w:
+            if until >= horizon or (w.seq not in self._judged_w and w.at >= since):
                 keep.append(w)
         self.writer = keep
         live = {w.seq for w in self.writer}

@@ -202,3 +202,13 @@ def test_prune_keeps_the_writer_decision_still_in_effect() -> None:
     later = cmp.add_hpactl(61.0, "i", {"desiredReplicas": 4})
     (d,) = cmp.settle(now=70.0).divergences
     assert d.hpactl == (later,)
+
+
+def test_prune_drops_what_the_warm_up_will_never_judge() -> None:
+    cmp = Comparison(window=1.0)
+    for t in range(0, 300, 15):
+        cmp.add_writer(float(t), "i", {"desiredReplicas": 3})
+        cmp.add_hpactl(float(t) + 0.5, "i", {"desiredReplicas": 3})
+    cmp.settle(now=300.0, since=310.0)
+    cmp.prune(now=300.0, since=310.0)
+    assert len(cmp.writer) == 1 and cmp.hpactl == []
