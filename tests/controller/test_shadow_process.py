@@ -115,9 +115,9 @@ class World:
                     self.emu.store.update_status(_ready_status(name, app.name, started, now))
         usage: dict[str, int] = {}
         for app in self.apps:
-            ready = [n for n, (_, r) in app.pods.items() if r]
+            ready_names = [n for n, (_, r) in app.pods.items() if r]
             for n in app.pods:
-                usage[n] = app.demand(t) // len(ready) if n in ready else 0
+                usage[n] = app.demand(t) // len(ready_names) if n in ready_names else 0
         if usage != self._usage or t - self._stamped >= 1.0:  # fresh samples each second
             self._usage, self._stamped = usage, t
             self.emu.metrics.set_pod_metrics(
