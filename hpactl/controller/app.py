@@ -225,6 +225,7 @@ class ControllerApp:
                 window=comparison_window(period),
                 metrics=self.metrics,
             )
+            controller.records.shadow = True  # records say nothing was written
         self._controller = controller
         hpas.informer.add_handler(controller.on_add, controller.on_update, controller.on_delete)
         informers.start()

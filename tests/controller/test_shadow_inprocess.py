@@ -84,6 +84,11 @@ async def test_the_shadow_decides_with_the_fence_shut_and_writes_nothing(pair: P
     obj = pair.emu.store.get("autoscaling", "horizontalpodautoscalers", "default", "web")
     assert obj is not None and not obj.get("status", {}).get("conditions")
     assert events(pair.emu) == []
+    # Its decision records say so (hpactl explain, /debug/hpa): nothing was written.
+    (record,) = pair.shadow.controller.records.get("default/web")
+    writes = record.to_dict()["writes"]
+    assert writes["shadow"] is True and writes["status"] is False and writes["events"] == []
+    assert writes["scale"]["attempted"] is False
 
 
 async def test_a_writer_decision_the_shadow_does_not_reproduce_is_reported(pair: Pair) -> None:
