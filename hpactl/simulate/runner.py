@@ -35,7 +35,7 @@ from hpactl.emulator.emulator import Emulator
 from hpactl.emulator.registry import ResourceType
 from hpactl.emulator.store import WatchEvent, format_timestamp
 from hpactl.emulator.validation import hpa_spec_causes, validate_stored
-from hpactl.emulator.workload import Workload
+from hpactl.emulator.workload import Workload, demand_at
 from hpactl.model.times import parse_time
 from hpactl.simulate.scenario import (
     DeleteRef,
@@ -82,6 +82,9 @@ class StepResult:
     # HPA key -> the sync's decision record (DecisionRecord.to_dict(), as served at
     # /debug/hpa/...): the optional `decisions` field of a jsonl line.
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Workload target key -> resource -> the total demand at this step, in the
+    # resource's unit (cpu: cores). For plots; not part of the jsonl line.
+    demand: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -373,6 +376,7 @@ class Simulation:
             r.key: DecisionRecord(result.time, r).to_dict()
             for r in sorted(records, key=lambda rec: rec.key)
         }
+        result.demand = self._demand(seconds_since_start)
         self.results.append(result)
         return result
 
@@ -434,6 +438,18 @@ class Simulation:
             source_index=index,
             specs=specs,
         )
+
+    def _demand(self, seconds_since_start: float) -> dict[str, dict[str, float]]:
+        """The workload's total demand per target and resource (what the pod metrics
+        were spread from), in the resource's unit."""
+        return {
+            spec.key: {
+                res: demand_at(curve, seconds_since_start) / 1000
+                for res, curve in spec.demand.items()
+            }
+            for spec in self.scenario.workload
+            if spec.demand
+        }
 
     def _target_replicas(self, ref: dict[str, Any], namespace: str) -> int | None:
         group = str(ref.get("apiVersion") or "").rpartition("/")[0]
