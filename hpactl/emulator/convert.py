@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 from hpactl.emulator.registry import ResourceType
@@ -111,6 +112,113 @@ def _default_workload(obj: Obj, kind: str) -> None:
         )
 
 
+def _spec(obj: Obj) -> Obj | None:
+    spec = obj.get("spec")
+    return spec if isinstance(spec, dict) else None
+
+
+def _default_daemonset(obj: Obj) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("revisionHistoryLimit", 10)
+    strategy = spec.get("updateStrategy")
+    if not isinstance(strategy, dict):
+        strategy = spec["updateStrategy"] = {}
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        ru = strategy.setdefault("rollingUpdate", {})
+        ru.setdefault("maxUnavailable", 1)
+        ru.setdefault("maxSurge", 0)
+
+
+def _default_job(obj: Obj) -> None:
+    """SetDefaults_Job and the job strategy's generated selector (manualSelector unset)."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault(
+        "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    )
+    meta = obj.get("metadata") or {}
+    tmpl = spec.get("template")
+    if not isinstance(tmpl, dict):
+        return
+    tmeta = tmpl.setdefault("metadata", {})
+    if not isinstance(tmeta, dict):
+        return
+    uid = meta.get("uid")
+    if spec.get("manualSelector") is not True and uid and not spec.get("selector"):
+        labels = tmeta.get("labels")
+        if not isinstance(labels, dict):
+            labels = tmeta["labels"] = {}
+        name = str(meta.get("name") or "")
+        labels.update(
+            {
+                "batch.kubernetes.io/controller-uid": uid,
+                "batch.kubernetes.io/job-name": name,
+                "controller-uid": uid,
+                "job-name": name,
+            }
+        )
+        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    labels = tmeta.get("labels")
+    if isinstance(labels, dict) and labels and isinstance(meta, dict) and not meta.get("labels"):
+        meta["labels"] = dict(labels)
+
+
+def _default_cronjob(obj: Obj) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+
+
+def _default_volume(obj: Obj) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("volumeMode", "Filesystem")
+    if obj.get("kind") == "PersistentVolume":
+        spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+
+
+def _default_ports(ports: Any) -> None:
+    for p in ports if isinstance(ports, list) else ():
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+
+
+def _default_endpoints(obj: Obj) -> None:
+    for subset in obj.get("subsets") or ():
+        if isinstance(subset, dict):
+            _default_ports(subset.get("ports"))
+
+
+def _default_endpointslice(obj: Obj) -> None:
+    _default_ports(obj.get("ports"))
+
+
+_OTHER_DEFAULTS: dict[str, Callable[[Obj], None]] = {
+    "daemonsets": _default_daemonset,
+    "jobs": _default_job,
+    "cronjobs": _default_cronjob,
+    "persistentvolumes": _default_volume,
+    "persistentvolumeclaims": _default_volume,
+    "endpoints": _default_endpoints,
+    "endpointslices": _default_endpointslice,
+}
+
+
 def default_object(rt: ResourceType, obj: Obj) -> None:
     """The API defaulting the emulator applies on every write, in place."""
     if rt.custom:
@@ -123,6 +231,9 @@ def default_object(rt: ResourceType, obj: Obj) -> None:
         return
     if rt.plural in ("deployments", "replicasets", "statefulsets", "replicationcontrollers"):
         _default_workload(obj, rt.kind)
+        return
+    if rt.group in ("apps", "batch", "", "discovery.k8s.io") and rt.plural in _OTHER_DEFAULTS:
+        _OTHER_DEFAULTS[rt.plural](obj)
         return
     if rt.plural == "events":
         # Fields of core/v1 Event that Go's JSON always writes (no omitempty).

@@ -203,6 +203,9 @@ def merge_keys_for(kind: str) -> dict[str, str]:
     """The merge-key table of a kind (Service ports merge by `port`)."""
     if kind == "Service":
         return {**MERGE_KEYS, "ports": "port"}
+    if kind == "EndpointSlice":
+        # EndpointSlice ports are an atomic list: a patch replaces it.
+        return {k: v for k, v in MERGE_KEYS.items() if k != "ports"}
     return MERGE_KEYS
 
 

@@ -56,6 +56,9 @@ class ResourceType:
     external: bool = False
     # Custom resource (from a CRD): no strategic merge patch, apiVersion on list items.
     custom: bool = False
+    # Create keeps the given status (Nodes: "Nodes allow *all* fields, including
+    # status, to be set on create"); other kinds with a status reset it on create.
+    status_on_create: bool = False
     # Columns from the CRD's additionalPrinterColumns (name, type, jsonPath, priority).
     printer_columns: tuple[tuple[str, str, str, int], ...] = ()
 
@@ -227,6 +230,40 @@ def builtin_registry() -> Registry:
     )
     add(_rt("", "v1", "ConfigMap", "configmaps", short_names=("cm",)))
     add(_rt("", "v1", "Secret", "secrets"))
+    add(_rt("", "v1", "Endpoints", "endpoints", short_names=("ep",)))
+    add(
+        _rt(
+            "",
+            "v1",
+            "Node",
+            "nodes",
+            False,
+            short_names=("no",),
+            status=True,
+            status_on_create=True,
+        )
+    )
+    add(
+        _rt(
+            "",
+            "v1",
+            "PersistentVolume",
+            "persistentvolumes",
+            False,
+            short_names=("pv",),
+            status=True,
+        )
+    )
+    add(
+        _rt(
+            "",
+            "v1",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            short_names=("pvc",),
+            status=True,
+        )
+    )
     for kind, plural, short in (
         ("Deployment", "deployments", ("deploy",)),
         ("ReplicaSet", "replicasets", ("rs",)),
@@ -245,6 +282,19 @@ def builtin_registry() -> Registry:
                 generation=True,
             )
         )
+    # No scale subresource: GET .../daemonsets/<name>/scale is a 404, as on a real server.
+    add(
+        _rt(
+            "apps",
+            "v1",
+            "DaemonSet",
+            "daemonsets",
+            short_names=("ds",),
+            categories=("all",),
+            status=True,
+            generation=True,
+        )
+    )
     for version in ("v2", "v1"):
         add(
             _rt(
@@ -259,6 +309,19 @@ def builtin_registry() -> Registry:
                 storage_version="v2",
             )
         )
+    add(_rt("batch", "v1", "Job", "jobs", categories=("all",), status=True, generation=True))
+    add(
+        _rt(
+            "batch",
+            "v1",
+            "CronJob",
+            "cronjobs",
+            short_names=("cj",),
+            categories=("all",),
+            status=True,
+            generation=True,
+        )
+    )
     add(
         _rt(
             "policy",
@@ -352,6 +415,19 @@ def builtin_registry() -> Registry:
             generation=True,
         )
     )
+    add(
+        _rt(
+            "networking.k8s.io",
+            "v1",
+            "Ingress",
+            "ingresses",
+            short_names=("ing",),
+            status=True,
+            generation=True,
+        )
+    )
+    add(_rt("networking.k8s.io", "v1", "IngressClass", "ingressclasses", False, generation=True))
+    add(_rt("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", generation=True))
     # Metrics APIs: served by hpactl.emulator.metrics_api; writable in the emulator only.
     metrics_verbs = ("create", "delete", "get", "list", "patch", "update")
     add(

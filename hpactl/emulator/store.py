@@ -316,7 +316,7 @@ class Store:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        if rt.status and not keep_status:
+        if rt.status and not keep_status and not rt.status_on_create:
             # Create resets status: the Go struct's zero value as JSON.
             obj["status"] = _zero_status(rt)
         if self._defaulter is not None:
@@ -680,6 +680,9 @@ def _zero_status(rt: ResourceType) -> Obj:
     """JSON of an empty status struct (fields without omitempty appear)."""
     if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
         return {"currentMetrics": None, "desiredReplicas": 0}
+    if not rt.group and rt.plural in ("persistentvolumes", "persistentvolumeclaims"):
+        # Read back through the defaulting that sets an empty phase to Pending.
+        return {"phase": "Pending"}
     return {}
 
 

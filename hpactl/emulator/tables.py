@@ -374,6 +374,302 @@ def _print_secret(obj: Obj, now: datetime) -> list[Any]:
     return [_name(obj), obj.get("type", ""), n, _age(obj, now)]
 
 
+# ---- the other built-in kinds a scenario may name ----------------------------------------
+
+
+def _more(items: list[str], count: int, limit: int = 3, empty: str = "<unset>") -> str:
+    """printers.go listWithMoreString: the first `limit` items, then `+ N more...`."""
+    text = ",".join(items)
+    if count > limit:
+        return f"{text} + {count - limit} more..."
+    return text or empty
+
+
+def _format_selector(sel: Any) -> str:
+    """metav1.FormatLabelSelector: `<none>` for an empty selector."""
+    if not isinstance(sel, dict) or not (sel.get("matchLabels") or sel.get("matchExpressions")):
+        return "<none>"
+    return _label_selector_string(sel)
+
+
+def _print_daemonset(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    names, images = _containers(obj)
+    node_sel = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    return [
+        _name(obj),
+        int(st.get("desiredNumberScheduled") or 0),
+        int(st.get("currentNumberScheduled") or 0),
+        int(st.get("numberReady") or 0),
+        int(st.get("updatedNumberScheduled") or 0),
+        int(st.get("numberAvailable") or 0),
+        ",".join(f"{k}={v}" for k, v in sorted(node_sel.items())) or "<none>",
+        _age(obj, now),
+        names,
+        images,
+        _format_selector(spec.get("selector")),
+    ]
+
+
+def _has_condition(st: Obj, typ: str) -> bool:
+    return any(
+        c.get("type") == typ and c.get("status") == "True" for c in st.get("conditions") or []
+    )
+
+
+def _seconds_between(start: Any, end: Any) -> float | None:
+    try:
+        a = datetime.fromisoformat(str(start).replace("Z", "+00:00"))
+        b = datetime.fromisoformat(str(end).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (b - a).total_seconds()
+
+
+def _print_job(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    succeeded = int(st.get("succeeded") or 0)
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{int(spec['completions'])}"
+    elif int(spec.get("parallelism") or 0) > 1:
+        completions = f"{succeeded}/1 of {int(spec['parallelism'])}"
+    else:
+        completions = f"{succeeded}/1"
+    duration = ""
+    if st.get("startTime"):
+        if st.get("completionTime"):
+            secs = _seconds_between(st["startTime"], st["completionTime"])
+            duration = human_duration(secs) if secs is not None else ""
+        else:
+            duration = _since(st["startTime"], now)
+    if _has_condition(st, "Complete"):
+        status = "Complete"
+    elif _has_condition(st, "Failed"):
+        status = "Failed"
+    elif (obj.get("metadata") or {}).get("deletionTimestamp"):
+        status = "Terminating"
+    elif _has_condition(st, "Suspended"):
+        status = "Suspended"
+    elif _has_condition(st, "FailureTarget"):
+        status = "FailureTarget"
+    else:
+        status = "Running"
+    names, images = _containers(obj)
+    return [
+        _name(obj),
+        status,
+        completions,
+        duration,
+        _age(obj, now),
+        names,
+        images,
+        _format_selector(spec.get("selector")),
+    ]
+
+
+def _print_cronjob(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    names, images = _containers({"spec": job_spec})
+    suspend = spec.get("suspend")
+    return [
+        _name(obj),
+        spec.get("schedule") or "",
+        spec.get("timeZone") or "<none>",
+        "<unset>" if suspend is None else ("True" if suspend else "False"),
+        len(st.get("active") or []),
+        _since(st["lastScheduleTime"], now) if st.get("lastScheduleTime") else "<none>",
+        _age(obj, now),
+        names,
+        images,
+        _format_selector(job_spec.get("selector")),
+    ]
+
+
+def _print_ingress(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    rules = spec.get("rules") or []
+    hosts = [str(r.get("host")) for r in rules[:3] if r.get("host")]
+    if not hosts:
+        hosts_s = "*"
+    elif len(rules) > 3:
+        hosts_s = f"{','.join(hosts)} + {len(rules) - 3} more..."
+    else:
+        hosts_s = ",".join(hosts)
+    lb = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    addrs = sorted(
+        {str(i.get("ip") or i.get("hostname")) for i in lb if i.get("ip") or i.get("hostname")}
+    )
+    # The server prints tables as for -o wide: the address is never clipped.
+    return [
+        _name(obj),
+        spec.get("ingressClassName") or "<none>",
+        hosts_s,
+        ",".join(addrs),
+        "80, 443" if spec.get("tls") else "80",
+        _age(obj, now),
+    ]
+
+
+def _print_ingressclass(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    params = spec.get("parameters")
+    text = "<none>"
+    if isinstance(params, dict):
+        text = str(params.get("kind", ""))
+        if params.get("apiGroup") is not None:
+            text += "." + str(params["apiGroup"])
+        text += "/" + str(params.get("name", ""))
+    return [_name(obj), spec.get("controller") or "", text, _age(obj, now)]
+
+
+def _host_port(ip: str, port: Any) -> str:
+    return f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+
+
+def _print_endpoints(obj: Obj, now: datetime) -> list[Any]:
+    subsets = obj.get("subsets") or []
+    if not subsets:
+        return [_name(obj), "<none>", _age(obj, now)]
+    shown: list[str] = []
+    count = 0
+    for ss in subsets:
+        ips = [str(a.get("ip", "")) for a in ss.get("addresses") or []]
+        ports = ss.get("ports") or []
+        pairs = [_host_port(ip, p.get("port")) for p in ports for ip in ips] if ports else ips
+        count += len(pairs)
+        shown += pairs[: max(0, 3 - len(shown))]
+    return [_name(obj), _more(shown, count, empty=""), _age(obj, now)]
+
+
+def _print_endpointslice(obj: Obj, now: datetime) -> list[Any]:
+    ports = obj.get("ports") or []
+    port_s = [
+        str(p["port"]) if p.get("port") is not None else str(p.get("name") or "*") for p in ports
+    ]
+    addrs = [str(a) for e in obj.get("endpoints") or [] for a in e.get("addresses") or []]
+    return [
+        _name(obj),
+        obj.get("addressType") or "",
+        _more(port_s[:3], len(port_s)),
+        _more(addrs[:3], len(addrs)),
+        _age(obj, now),
+    ]
+
+
+def _print_node(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    info = st.get("nodeInfo") or {}
+    ready = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
+    status = [
+        "Unknown" if ready is None else ("Ready" if ready.get("status") == "True" else "NotReady")
+    ]
+    if spec.get("unschedulable"):
+        status.append("SchedulingDisabled")
+    roles: set[str] = set()
+    for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items():
+        if k.startswith("node-role.kubernetes.io/") and len(k) > len("node-role.kubernetes.io/"):
+            roles.add(k[len("node-role.kubernetes.io/") :])
+        elif k == "kubernetes.io/role" and v:
+            roles.add(str(v))
+
+    def address(typ: str) -> str:
+        return next(
+            (str(a.get("address")) for a in st.get("addresses") or [] if a.get("type") == typ),
+            "<none>",
+        )
+
+    return [
+        _name(obj),
+        ",".join(status),
+        ",".join(sorted(roles)) or "<none>",
+        _age(obj, now),
+        info.get("kubeletVersion") or "",
+        address("InternalIP"),
+        address("ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+def _access_modes(modes: Any) -> str:
+    """helper.GetAccessModesAsString."""
+    have = set(modes or [])
+    return ",".join(
+        short
+        for mode, short in (
+            ("ReadWriteOnce", "RWO"),
+            ("ReadOnlyMany", "ROX"),
+            ("ReadWriteMany", "RWX"),
+            ("ReadWriteOncePod", "RWOP"),
+        )
+        if mode in have
+    )
+
+
+def _storage_class(obj: Obj) -> str:
+    ann = (obj.get("metadata") or {}).get("annotations") or {}
+    beta = "volume.beta.kubernetes.io/storage-class"
+    if beta in ann:
+        return str(ann[beta])
+    return str((obj.get("spec") or {}).get("storageClassName") or "")
+
+
+def _print_pv(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    ref = spec.get("claimRef")
+    claim = f"{ref.get('namespace', '')}/{ref.get('name', '')}" if isinstance(ref, dict) else ""
+    phase = (
+        "Terminating"
+        if (obj.get("metadata") or {}).get("deletionTimestamp")
+        else st.get("phase", "")
+    )
+    return [
+        _name(obj),
+        _q((spec.get("capacity") or {}).get("storage", 0)),
+        _access_modes(spec.get("accessModes")),
+        spec.get("persistentVolumeReclaimPolicy") or "",
+        phase,
+        claim,
+        _storage_class(obj),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        st.get("reason") or "",
+        _age(obj, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+def _print_pvc(obj: Obj, now: datetime) -> list[Any]:
+    spec = obj.get("spec") or {}
+    st = obj.get("status") or {}
+    phase = (
+        "Terminating"
+        if (obj.get("metadata") or {}).get("deletionTimestamp")
+        else st.get("phase", "")
+    )
+    capacity = modes = ""
+    if spec.get("volumeName"):
+        modes = _access_modes(st.get("accessModes"))
+        capacity = _q((st.get("capacity") or {}).get("storage", 0))
+    return [
+        _name(obj),
+        phase,
+        spec.get("volumeName") or "",
+        capacity,
+        modes,
+        _storage_class(obj),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _age(obj, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
 # ReplicaSets and ReplicationControllers print alike, as do both kinds of bindings.
 _REPLICASET_COLUMNS: list[Column] = [
     _NAME,
@@ -394,7 +690,122 @@ _BINDING_COLUMNS: list[Column] = [
     ("ServiceAccounts", "string", "", 1),
 ]
 
+_WIDE_TEMPLATE: list[Column] = [
+    ("Containers", "string", "", 1),
+    ("Images", "string", "", 1),
+    ("Selector", "string", "", 1),
+]
+
 _PRINTERS: dict[tuple[str, str], tuple[list[Column], Printer]] = {
+    ("apps", "daemonsets"): (
+        [
+            _NAME,
+            ("Desired", "integer", "", 0),
+            ("Current", "integer", "", 0),
+            ("Ready", "integer", "", 0),
+            ("Up-to-date", "integer", "", 0),
+            ("Available", "integer", "", 0),
+            ("Node Selector", "string", "", 0),
+            _AGE,
+            *_WIDE_TEMPLATE,
+        ],
+        _print_daemonset,
+    ),
+    ("batch", "jobs"): (
+        [
+            _NAME,
+            ("Status", "string", "", 0),
+            ("Completions", "string", "", 0),
+            ("Duration", "string", "", 0),
+            _AGE,
+            *_WIDE_TEMPLATE,
+        ],
+        _print_job,
+    ),
+    ("batch", "cronjobs"): (
+        [
+            _NAME,
+            ("Schedule", "string", "", 0),
+            ("Timezone", "string", "", 0),
+            ("Suspend", "boolean", "", 0),
+            ("Active", "integer", "", 0),
+            ("Last Schedule", "string", "", 0),
+            _AGE,
+            *_WIDE_TEMPLATE,
+        ],
+        _print_cronjob,
+    ),
+    ("networking.k8s.io", "ingresses"): (
+        [
+            _NAME,
+            ("Class", "string", "", 0),
+            ("Hosts", "string", "", 0),
+            ("Address", "string", "", 0),
+            ("Ports", "string", "", 0),
+            _AGE,
+        ],
+        _print_ingress,
+    ),
+    ("networking.k8s.io", "ingressclasses"): (
+        [_NAME, ("Controller", "string", "", 0), ("Parameters", "string", "", 0), _AGE],
+        _print_ingressclass,
+    ),
+    ("", "endpoints"): ([_NAME, ("Endpoints", "string", "", 0), _AGE], _print_endpoints),
+    ("discovery.k8s.io", "endpointslices"): (
+        [
+            _NAME,
+            ("AddressType", "string", "", 0),
+            ("Ports", "string", "", 0),
+            ("Endpoints", "string", "", 0),
+            _AGE,
+        ],
+        _print_endpointslice,
+    ),
+    ("", "nodes"): (
+        [
+            _NAME,
+            ("Status", "string", "", 0),
+            ("Roles", "string", "", 0),
+            _AGE,
+            ("Version", "string", "", 0),
+            ("Internal-IP", "string", "", 1),
+            ("External-IP", "string", "", 1),
+            ("OS-Image", "string", "", 1),
+            ("Kernel-Version", "string", "", 1),
+            ("Container-Runtime", "string", "", 1),
+        ],
+        _print_node,
+    ),
+    ("", "persistentvolumes"): (
+        [
+            _NAME,
+            ("Capacity", "string", "", 0),
+            ("Access Modes", "string", "", 0),
+            ("Reclaim Policy", "string", "", 0),
+            ("Status", "string", "", 0),
+            ("Claim", "string", "", 0),
+            ("StorageClass", "string", "", 0),
+            ("VolumeAttributesClass", "string", "", 0),
+            ("Reason", "string", "", 0),
+            _AGE,
+            ("VolumeMode", "string", "", 1),
+        ],
+        _print_pv,
+    ),
+    ("", "persistentvolumeclaims"): (
+        [
+            _NAME,
+            ("Status", "string", "", 0),
+            ("Volume", "string", "", 0),
+            ("Capacity", "string", "", 0),
+            ("Access Modes", "string", "", 0),
+            ("StorageClass", "string", "", 0),
+            ("VolumeAttributesClass", "string", "", 0),
+            _AGE,
+            ("VolumeMode", "string", "", 1),
+        ],
+        _print_pvc,
+    ),
     ("", "services"): (
         [
             _NAME,

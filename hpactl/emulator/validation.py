@@ -386,7 +386,8 @@ def _workload_causes(rt: ResourceType, obj: Obj) -> list[Cause]:
         out.append(required("spec.selector"))
         return out
     if not (sel.get("matchLabels") or sel.get("matchExpressions")):
-        out.append(invalid("spec.selector", sel, "empty selector is invalid for deployment"))
+        what = "daemonset" if rt.kind == "DaemonSet" else "deployment"
+        out.append(invalid("spec.selector", sel, f"empty selector is invalid for {what}"))
     elif not _selector_matches(sel, labels):
         out.append(
             invalid(
@@ -466,9 +467,10 @@ def validate_stored(rt: ResourceType, obj: Obj) -> None:
     causes = _name_causes(rt, meta) if not rt.external else []
     if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
         causes += hpa_spec_causes(obj.get("spec") or {})
-    elif (rt.plural in ("deployments", "replicasets", "statefulsets") and rt.group == "apps") or (
-        rt.plural == "replicationcontrollers" and not rt.group
-    ):
+    elif (
+        rt.group == "apps"
+        and rt.plural in ("deployments", "replicasets", "statefulsets", "daemonsets")
+    ) or (rt.plural == "replicationcontrollers" and not rt.group):
         causes += _workload_causes(rt, obj)
     if causes:
         raise errors.invalid(rt.kind, rt.group, str(meta.get("name") or ""), causes)
