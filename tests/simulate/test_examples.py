@@ -45,6 +45,7 @@ def test_every_example_is_tested() -> None:
         "multiple-metrics",
         "external-queue",
         "unready-startup",
+        "ingress-object-metric",
     }
     assert {p.stem for p in EXAMPLES.glob("*.yaml")} == tested
 
@@ -140,3 +141,26 @@ async def test_unready_pods_at_startup() -> None:
     final = results[-1].hpas["default/billing"]
     assert final["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 50
     assert series[-1] == 12
+
+
+async def test_ingress_object_metric() -> None:
+    results = await run("ingress-object-metric")
+    series = replicas(results, "Deployment/shop/web")
+    assert changes(series) == [2, 4, 8, 3]
+    up = at(results, "00:02:00")
+    # Upstream names an Object metric with an AverageValue target this way.
+    assert up.events[0]["message"] == (
+        "New size: 4; reason: external metric requests_per_second(nil) above target"
+    )
+    (current,) = at(results, "00:02:15").hpas["shop/web"]["currentMetrics"]
+    assert current["object"]["describedObject"] == {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "name": "shop",
+    }
+    # 4000 rps over the 4 pods running when it was read, target 500 per pod.
+    assert current["object"]["current"]["averageValue"] == "1k"
+    # Traffic falls at 10m; the last 8-pod recommendation (9m45s) leaves the
+    # 5-minute window at 14m45s.
+    assert at(results, "00:14:30").targets["Deployment/shop/web"]["replicas"] == 8
+    assert at(results, "00:14:45").targets["Deployment/shop/web"]["replicas"] == 3
