@@ -480,3 +480,36 @@ def hpactl_argv(exe: Iterable[str] | None = None) -> list[str]:
     if exe is not None:
         return [*exe, "run"]
     return [str(Path(sys.executable).parent / "hpactl"), "run"]
+
+
+class RecordingAuthorizer:
+    """Wraps the emulator's RBAC authorizer and records one user's requests as
+    ``(verb, api_group, resource[/subresource], namespace, allowed)``."""
+
+    def __init__(self, inner: Any, user: str) -> None:
+        self.inner = inner
+        self.user = user
+        self.seen: list[tuple[str, str, str, str, bool]] = []
+
+    def authorize(
+        self,
+        user: str,
+        groups: Any,
+        verb: str,
+        api_group: str,
+        resource: str,
+        subresource: str,
+        namespace: str,
+        name: str,
+    ) -> bool:
+        ok: bool = self.inner.authorize(
+            user, groups, verb, api_group, resource, subresource, namespace, name
+        )
+        if user == self.user:
+            full = f"{resource}/{subresource}" if subresource else resource
+            self.seen.append((verb, api_group, full, namespace, ok))
+        return ok
+
+    def authorize_path(self, *args: Any) -> bool:
+        ok: bool = self.inner.authorize_path(*args)
+        return ok

@@ -44,6 +44,7 @@ from .support import (
     HPACTL_SA,
     MANIFESTS,
     HpactlProcess,
+    RecordingAuthorizer,
     events,
     hpa,
     hpactl_argv,
@@ -299,37 +300,6 @@ def _service_account_kubeconfig(cluster: Cluster) -> Path:
     return cluster.emu.write_kubeconfig(cluster.tmp / "hpactl.kubeconfig", token=token)
 
 
-class RecordingAuthorizer:
-    """Wraps the emulator's RBAC authorizer; records the ServiceAccount's requests."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.seen: list[tuple[str, str, str, str, bool]] = []
-
-    def authorize(
-        self,
-        user: str,
-        groups: Any,
-        verb: str,
-        api_group: str,
-        resource: str,
-        subresource: str,
-        namespace: str,
-        name: str,
-    ) -> bool:
-        ok: bool = self.inner.authorize(
-            user, groups, verb, api_group, resource, subresource, namespace, name
-        )
-        if user == SA_USER:
-            full = f"{resource}/{subresource}" if subresource else resource
-            self.seen.append((verb, api_group, full, namespace, ok))
-        return ok
-
-    def authorize_path(self, *args: Any) -> bool:
-        ok: bool = self.inner.authorize_path(*args)
-        return ok
-
-
 def _resource_pattern(resource: str) -> str:
     if resource == "*":
         return r"[^\"]+"
@@ -427,7 +397,7 @@ async def _scrape(port: int, token: str | None, path: str = "/metrics") -> tuple
 @needs_kubectl
 async def test_hpactl_works_with_the_service_account(cluster: Cluster) -> None:
     emu = cluster.emu
-    recorder = RecordingAuthorizer(emu.server.hooks.authorizer)
+    recorder = RecordingAuthorizer(emu.server.hooks.authorizer, SA_USER)
     emu.server.hooks.authorizer = recorder
     await _apply_rbac(cluster)
     seed_cluster(emu)

@@ -34,6 +34,7 @@ from .support import (
     HPACTL_NAMESPACE,
     MANIFESTS,
     HpactlProcess,
+    RecordingAuthorizer,
     hpactl_argv,
     http_status,
     kubectl,
@@ -160,37 +161,6 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
         yield Cluster(emu, emu.write_kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path)
 
 
-class Recorder:
-    """The emulator's RBAC authorizer, recording the shadow account's requests."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.seen: list[tuple[str, str, str, bool]] = []
-
-    def authorize(
-        self,
-        user: str,
-        groups: Any,
-        verb: str,
-        api_group: str,
-        resource: str,
-        subresource: str,
-        namespace: str,
-        name: str,
-    ) -> bool:
-        ok: bool = self.inner.authorize(
-            user, groups, verb, api_group, resource, subresource, namespace, name
-        )
-        if user == SA_USER:
-            full = f"{resource}/{subresource}" if subresource else resource
-            self.seen.append((verb, api_group, full, ok))
-        return ok
-
-    def authorize_path(self, *args: Any) -> bool:
-        ok: bool = self.inner.authorize_path(*args)
-        return ok
-
-
 async def _apply(cluster: Cluster, drop: int | None = None) -> None:
     """kubectl apply the overlay's RBAC (without rule ``drop`` of the ClusterRole)."""
     files: list[Path] = []
@@ -260,7 +230,7 @@ def _synced(proc: HpactlProcess) -> dict[str, int | None]:
 @needs_kubectl
 async def test_shadow_works_with_the_read_only_role_and_writes_nothing(cluster: Cluster) -> None:
     emu = cluster.emu
-    recorder = Recorder(emu.server.hooks.authorizer)
+    recorder = RecordingAuthorizer(emu.server.hooks.authorizer, SA_USER)
     emu.server.hooks.authorizer = recorder
     await _apply(cluster)
     seed_cluster(emu)
@@ -293,7 +263,7 @@ async def test_shadow_works_with_the_read_only_role_and_writes_nothing(cluster: 
                     g, r = _pattern(group, resource)
                     if not any(
                         v == verb and re.fullmatch(g, sg) and re.fullmatch(r, sr)
-                        for v, sg, sr, _ in recorder.seen
+                        for v, sg, sr, _ns, _ in recorder.seen
                     ):
                         unused.append((verb, group, resource))
     assert unused == [], f"granted but never used: {unused}"
