@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # the simulator loads lazily (the CLI starts fast)
+    from hpactl.cli.progress import StepProgress
     from hpactl.simulate.runner import StepResult
     from hpactl.simulate.scenario import Scenario
 
@@ -41,6 +42,15 @@ def quiet_logging(verbose: bool = False) -> None:
     logging.getLogger("hpactl").setLevel(level)
 
 
+def timeline_header(scenario: Scenario) -> str:
+    import textwrap
+
+    header = f"Scenario {scenario.name}"
+    if scenario.description:
+        header += f": {' '.join(scenario.description.split())}"
+    return textwrap.fill(header, width=100, subsequent_indent="  ")
+
+
 def render_outputs(
     sim_results: Sequence[StepResult],
     scenario: Scenario,
@@ -49,8 +59,10 @@ def render_outputs(
     plot: str | None,
     out: TextIO,
     summary: bool = True,
+    streamed: bool = False,
 ) -> None:
-    """Timeline (+ summary) to `out` unless jsonl was streamed; the plot if asked."""
+    """Timeline (unless it was streamed) + summary to `out` when the output is the
+    timeline (jsonl is always streamed); the plot if asked."""
     from hpactl.simulate.output import summarize, write_summary, write_timeline
     from hpactl.simulate.plot import write_plot
 
@@ -60,13 +72,8 @@ def render_outputs(
             summarize(sim_results, start=scenario.start, period=scenario.sync_period), summary_buf
         )
     if output == "timeline":
-        import textwrap
-
-        header = f"Scenario {scenario.name}"
-        if scenario.description:
-            header += f": {' '.join(scenario.description.split())}"
-        header = textwrap.fill(header, width=100, subsequent_indent="  ")
-        write_timeline(sim_results, out, start=scenario.start, header=header)
+        if not streamed:
+            write_timeline(sim_results, out, start=scenario.start, header=timeline_header(scenario))
         if summary:
             out.write(summary_buf.getvalue())
     if plot:
@@ -86,17 +93,47 @@ async def simulate(
     *,
     output: str,
     out: TextIO,
+    progress: StepProgress | None = None,
 ) -> list[StepResult]:
-    from hpactl.simulate.output import jsonl_line
+    """Run the scenario, writing each step's output (jsonl line or timeline lines) to
+    `out` as soon as the step completes; the summary is left to `render_outputs`."""
+    from hpactl.cli.progress import is_terminal
+    from hpactl.simulate.output import TimelineWriter, jsonl_line
     from hpactl.simulate.runner import Simulation
 
-    def on_step(r: StepResult) -> None:
-        if output == "jsonl":
-            out.write(jsonl_line(r) + "\n")
+    timeline = None
+    if output == "timeline":
+        timeline = TimelineWriter(start=scenario.start, header=timeline_header(scenario))
+    # The progress line and the output share the terminal: erase it before writing.
+    shared = progress is not None and is_terminal(out)
+
+    def emit(text: str) -> None:
+        if text:
+            if shared and progress is not None:
+                progress.clear()
+            out.write(text)
             out.flush()
 
-    async with Simulation(scenario) as sim:
-        return await sim.run(on_step)
+    def on_step(r: StepResult) -> None:
+        if timeline is not None:
+            emit(timeline.feed(r))
+        elif output == "jsonl":
+            emit(jsonl_line(r) + "\n")
+        if progress is not None:
+            progress.update(r.step + 1, (r.time - scenario.start).total_seconds())
+
+    if timeline is not None:
+        emit(timeline.head())
+    try:
+        async with Simulation(scenario) as sim:
+            results = await sim.run(on_step)
+    except BaseException:
+        if progress is not None:
+            progress.clear()
+        raise
+    if timeline is not None:
+        emit(timeline.close())
+    return results
 
 
 def error(message: str, prog: str = PROG) -> int:
@@ -135,6 +172,21 @@ def _broken_pipe() -> int:
     return 0
 
 
+def _progress(args: argparse.Namespace, scenario: Scenario) -> StepProgress | None:
+    """The progress line, when stderr is a terminal (and the logs are not shown there)."""
+    from hpactl.cli.progress import StepProgress, is_terminal
+
+    if args.no_progress or args.verbose or not is_terminal(sys.stderr):
+        return None
+    timeline = scenario.timeline()
+    return StepProgress(
+        sys.stderr,
+        total_steps=len(timeline),
+        total_seconds=timeline[-1][2] if timeline else 0.0,
+        prog=PROG,
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     from hpactl.simulate.scenario import ScenarioError, load_scenario
 
@@ -147,8 +199,9 @@ def _run(args: argparse.Namespace) -> int:
     quiet_logging(args.verbose)
     out = sys.stdout
     results: list[StepResult] = []
+    progress = _progress(args, scenario)
     try:
-        results = asyncio.run(simulate(scenario, output=args.output, out=out))
+        results = asyncio.run(simulate(scenario, output=args.output, out=out, progress=progress))
     except ScenarioError as exc:
         return error(str(exc))
     except KeyboardInterrupt:
@@ -157,12 +210,18 @@ def _run(args: argparse.Namespace) -> int:
         return _broken_pipe()
     except Exception as exc:  # the run itself failed: say so in one line, 1
         return failed(exc, args.verbose)
+    if progress is not None:
+        progress.clear()
     try:
-        render_outputs(results, scenario, output=args.output, plot=args.plot, out=out)
+        render_outputs(
+            results, scenario, output=args.output, plot=args.plot, out=out, streamed=True
+        )
     except BrokenPipeError:
         return _broken_pipe()
     except OSError as exc:  # the plot file could not be written
         return failed(exc, args.verbose)
+    if progress is not None:
+        progress.finish()
     if args.plot:
         print(f"plot written to {Path(args.plot)}", file=sys.stderr)
     return 0
@@ -194,5 +253,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--verbose", "-v", action="store_true", help="show the controller's info logs on stderr"
+    )
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress line (it is shown only when stderr is a terminal, and not with -v)",
     )
     parser.set_defaults(func=_run)

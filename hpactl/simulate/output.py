@@ -21,6 +21,7 @@ from hpactl.simulate.runner import StepResult
 __all__ = [
     "MetricRow",
     "Summary",
+    "TimelineWriter",
     "format_offset",
     "metric_rows",
     "summarize",
@@ -183,44 +184,85 @@ def _n(v: Any) -> str:
 def write_timeline(
     results: Sequence[StepResult], out: TextIO, *, start: datetime, header: str = ""
 ) -> None:
-    """One line per HPA per step, events indented below.
+    """One line per HPA per step, events indented below (see `TimelineWriter`)."""
+    w = TimelineWriter(start=start, header=header)
+    out.write(w.head())
+    for r in results:
+        out.write(w.feed(r))
+    out.write(w.close())
+
+
+class TimelineWriter:
+    """The timeline, step by step, for streaming: `feed()` returns the text a step
+    adds (possibly nothing yet), `close()` what remains after the last step.
 
     A step that looks exactly like the one before (same lines, same events) is
-    folded into a `… N more step(s)` note, so a long steady state or an error
-    repeated every sync takes one line.
+    folded into a `… N more step(s)` note, written when a different step comes (or
+    at the end), so a long steady state or an error repeated every sync takes one
+    line. The last step is always written in full.
     """
-    if header:
-        out.write(header + "\n")
-    out.write(f"{'time':<8}  {'step':>5}  hpa / replicas (current→target) / metrics\n")
-    previous: tuple[Any, ...] = ()
-    quiet = 0
-    last_quiet: StepResult | None = None
-    for r in results:
-        offset = format_offset((r.time - start).total_seconds())
+
+    def __init__(self, *, start: datetime, header: str = "") -> None:
+        self.start = start
+        self.header = header
+        self._previous: tuple[Any, ...] = ()
+        self._quiet = 0  # folded steps not yet noted
+        self._held: list[StepResult] = []  # the last two folded steps
+
+    def head(self) -> str:
+        head = self.header + "\n" if self.header else ""
+        return head + f"{'time':<8}  {'step':>5}  hpa / replicas (current→target) / metrics\n"
+
+    def _signature(self, r: StepResult) -> tuple[Any, ...]:
         lines = {k: _hpa_line(r, k) for k in sorted(r.hpas)}
-        notes = {k: n for k in sorted(r.hpas) if (n := _rule_note(r, k, start))}
+        notes = {k: n for k in sorted(r.hpas) if (n := _rule_note(r, k, self.start))}
         events = tuple((e["object"], e["type"], e["reason"], e["message"]) for e in r.events)
-        signature = (lines, events, notes)
-        if signature == previous and r is not results[-1]:
-            quiet += 1
-            last_quiet = r
-            continue
-        if quiet and last_quiet is not None:
-            until = format_offset((last_quiet.time - start).total_seconds())
-            what = "the same, events repeated" if previous[1] else "unchanged"
-            out.write(f"{'':<8}  {'':>5}  … {quiet} more step(s) {what}, until {until}\n")
-        quiet = 0
+        return (lines, events, notes)
+
+    def _note(self, quiet: int, last: StepResult) -> str:
+        until = format_offset((last.time - self.start).total_seconds())
+        what = "the same, events repeated" if self._previous[1] else "unchanged"
+        return f"{'':<8}  {'':>5}  … {quiet} more step(s) {what}, until {until}\n"
+
+    def _step(self, r: StepResult, signature: tuple[Any, ...]) -> str:
+        lines, _, notes = signature
+        offset = format_offset((r.time - self.start).total_seconds())
+        out: list[str] = []
         if not lines:
-            out.write(f"{offset:<8}  {r.step:>5}  (no HPAs)\n")
+            out.append(f"{offset:<8}  {r.step:>5}  (no HPAs)\n")
         for i, k in enumerate(sorted(lines)):
             prefix = f"{offset:<8}  {r.step:>5}" if i == 0 else f"{'':<8}  {'':>5}"
-            out.write(f"{prefix}  {lines[k]}\n")
+            out.append(f"{prefix}  {lines[k]}\n")
             if k in notes:
-                out.write(f"{'':<8}  {'':>5}    {k}: {notes[k]}\n")
+                out.append(f"{'':<8}  {'':>5}    {k}: {notes[k]}\n")
         for ev in r.events:
             obj = ev["object"].split("/", 1)[-1]
-            out.write(f"{'':<8}  {'':>5}    {ev['type']} {ev['reason']} ({obj}): {ev['message']}\n")
-        previous = signature
+            out.append(
+                f"{'':<8}  {'':>5}    {ev['type']} {ev['reason']} ({obj}): {ev['message']}\n"
+            )
+        self._previous = signature
+        return "".join(out)
+
+    def feed(self, r: StepResult) -> str:
+        signature = self._signature(r)
+        if signature == self._previous:
+            self._quiet += 1
+            self._held = [*self._held[-1:], r]
+            return ""
+        text = self._note(self._quiet, self._held[-1]) if self._quiet else ""
+        self._quiet = 0
+        self._held = []
+        return text + self._step(r, signature)
+
+    def close(self) -> str:
+        """The last step in full (it was folded if it looked like the one before)."""
+        if not self._quiet:
+            return ""
+        *before, last = self._held
+        text = self._note(self._quiet - 1, before[-1]) if self._quiet > 1 else ""
+        self._quiet = 0
+        self._held = []
+        return text + self._step(last, self._previous)
 
 
 # ------------------------------------------------------------------------ summary
