@@ -221,6 +221,7 @@ class Simulation:
         self.emu.store.on_write.append(self._on_write)
         for i, obj in enumerate(sc.objects):
             self._apply(obj, f"objects[{i}]")
+        self._check_workload_kinds()
         if sc.metrics is not None:
             self._set_metrics(sc.metrics, "metrics")
         self._react()
@@ -287,6 +288,23 @@ class Simulation:
             # The store's writes own these fields (as the API server does); a
             # scenario may still state them.
             store.force_metadata(stored, forced)
+
+    def _check_workload_kinds(self) -> None:
+        """A workload target must be of a kind an HPA can scale (served with a scale
+        subresource): the workload model runs pods for nothing else."""
+        for spec in self.scenario.workload:
+            group = spec.api_version.rpartition("/")[0] if spec.api_version is not None else None
+            served = [
+                rt
+                for rt in self.emu.registry
+                if rt.kind == spec.kind and not rt.external and group in (None, rt.group)
+            ]
+            if served and all(rt.scale is None for rt in served):
+                raise ScenarioError(
+                    f"{spec.where}.target",
+                    f"{spec.kind} has no scale subresource: a workload target must be "
+                    "something an HPA can scale",
+                )
 
     def _delete(self, ref: DeleteRef) -> None:
         reg = self.emu.registry

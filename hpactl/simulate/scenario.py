@@ -400,6 +400,36 @@ def _manifests(v: Any, where: str) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
+def _group(api_version: str) -> str:
+    return api_version.rpartition("/")[0]
+
+
+def _check_workload_targets(scenario: Scenario) -> None:
+    """Every `workload` target names an object the scenario creates (in `objects` or
+    in some step's `apply`): a typo would otherwise run without pods or metrics."""
+    manifests = [*scenario.objects, *(obj for st in scenario.steps for obj in st.apply)]
+    for spec in scenario.workload:
+        same_kind: list[str] = []
+        for m in manifests:
+            if m.get("kind") != spec.kind:
+                continue
+            if spec.api_version is not None and _group(str(m.get("apiVersion"))) != _group(
+                spec.api_version
+            ):
+                continue
+            meta = m.get("metadata") or {}
+            ns = str(meta.get("namespace") or "default")
+            if (ns, meta.get("name")) == (spec.namespace, spec.name):
+                break
+            same_kind.append(f"{ns}/{meta.get('name') or meta.get('generateName')}")
+        else:
+            hint = f"; other {spec.kind} objects: {', '.join(same_kind)}" if same_kind else ""
+            raise ScenarioError(
+                f"{spec.where}.target",
+                f"{spec.key} matches no object in objects or in any step's apply{hint}",
+            )
+
+
 def _deletes(v: Any, where: str) -> tuple[DeleteRef, ...]:
     out: list[DeleteRef] = []
     for i, item in enumerate(_list(v if v is not None else [], where)):
@@ -487,7 +517,7 @@ def parse_scenario(data: Any, *, source: str = "") -> Scenario:
     config = build_config(flags)
     if "steps" not in m:
         raise ScenarioError("steps", "required")
-    return Scenario(
+    scenario = Scenario(
         name=name,
         description=description,
         start=start,
@@ -499,6 +529,8 @@ def parse_scenario(data: Any, *, source: str = "") -> Scenario:
         steps=_steps(m["steps"] if m["steps"] is not None else []),
         source=source,
     )
+    _check_workload_targets(scenario)
+    return scenario
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -44,7 +44,8 @@ flags:
   horizontal-pod-autoscaler-sync-period: 30s
   horizontal-pod-autoscaler-tolerance: 0.2
   feature-gates: {HPAScaleToZero: true}
-objects: []
+objects:
+  - {apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {replicas: 1}}
 metrics:
   pods: []
   custom: []
