@@ -15,7 +15,12 @@ Pod                        v1 pods (all ns)             `PodView`; namespace, la
 Deployment, ReplicaSet,    apps/v1; v1 for RCs          `WorkloadScale`; namespace
 StatefulSet,
 ReplicationController
+Node                       v1 nodes                     `NodeLabels` (name, labels)
 =========================  ===========================  ============================
+
+The Node informer exists only when asked for (``nodes()``): ``ControllerApp`` creates
+it for the topology skew report, except in shadow mode. It keeps a node's name and
+labels only, some hundred bytes per node.
 """
 
 from __future__ import annotations
@@ -31,13 +36,19 @@ from hpactl.cache.listers import (
     HPA_TARGET_INDEX,
     POD_LABEL_INDEX,
     HPALister,
+    NodeLister,
     PodLister,
     WorkloadLister,
     hpa_target_index,
     pod_label_index,
 )
 from hpactl.cache.listwatch import ResourceListerWatcher
-from hpactl.cache.projections import WORKLOAD_KINDS, WorkloadScale, workload_projection
+from hpactl.cache.projections import (
+    WORKLOAD_KINDS,
+    WorkloadScale,
+    node_labels_from_raw,
+    workload_projection,
+)
 from hpactl.cache.reflector import Backoff, ListerWatcher
 from hpactl.clock import Clock, RealClock
 
@@ -45,14 +56,16 @@ if TYPE_CHECKING:
     from hpactl.kube.session import KubeSession
     from hpactl.model.hpa import HPA
     from hpactl.model.pod import PodView
+    from hpactl.model.topology import NodeLabels
 
-__all__ = ["HPAS", "PODS", "ListerWatcherFactory", "SharedInformers"]
+__all__ = ["HPAS", "NODES", "PODS", "ListerWatcherFactory", "SharedInformers"]
 
 T = TypeVar("T")
 
 # Informers are named by the kind they cache.
 HPAS = "HorizontalPodAutoscaler"
 PODS = "Pod"
+NODES = "Node"
 
 ListerWatcherFactory = Callable[[str, str, str], ListerWatcher]
 """(group, version, resource) -> ListerWatcher."""
@@ -163,6 +176,9 @@ class SharedInformers:
             PODS, ("", "v1", "pods"), _project_pod, {POD_LABEL_INDEX: pod_label_index}
         )
 
+    def nodes(self) -> Informer[NodeLabels]:
+        return self._informer(NODES, ("", "v1", "nodes"), node_labels_from_raw)
+
     def workloads(self, kind: str) -> Informer[WorkloadScale]:
         wk = WORKLOAD_KINDS.get(kind)
         if wk is None:
@@ -176,6 +192,9 @@ class SharedInformers:
 
     def pod_lister(self) -> PodLister:
         return PodLister(self.pods())
+
+    def node_lister(self) -> NodeLister:
+        return NodeLister(self.nodes())
 
     def workload_lister(self, kinds: Iterable[str] = tuple(WORKLOAD_KINDS)) -> WorkloadLister:
         return WorkloadLister({k: self.workloads(k) for k in kinds})

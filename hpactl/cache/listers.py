@@ -17,12 +17,14 @@ from hpactl.cache.store import NAMESPACE_INDEX, ProjectionError, object_key
 if TYPE_CHECKING:
     from hpactl.model.hpa import HPA
     from hpactl.model.pod import PodView
+    from hpactl.model.topology import NodeLabels
 
 __all__ = [
     "HPA_TARGET_INDEX",
     "POD_LABEL_INDEX",
     "HPALister",
     "LabelMatcher",
+    "NodeLister",
     "PodLister",
     "WorkloadLister",
     "hpa_target_index",
@@ -196,3 +198,26 @@ class WorkloadLister:
     def list(self, kind: str, namespace: str) -> list[WorkloadScale]:
         inf = self._informers.get(kind)
         return [] if inf is None else inf.store.by_index(NAMESPACE_INDEX, namespace)
+
+
+class NodeLister:
+    """Nodes, as their name and labels (``NodeLabels``)."""
+
+    __slots__ = ("_informer",)
+
+    def __init__(self, informer: Informer[NodeLabels]) -> None:
+        self._informer = informer
+
+    @property
+    def informer(self) -> Informer[NodeLabels]:
+        return self._informer
+
+    @property
+    def synced(self) -> bool:
+        return self._informer.has_synced
+
+    def get(self, name: str) -> NodeLabels | None:
+        return self._informer.store.get(name)
+
+    def list(self) -> list[NodeLabels]:
+        return self._informer.store.list()

@@ -9,18 +9,26 @@ server's scale subresource would:
   ``metav1.LabelSelectorAsSelector(spec.selector).String()``.
 * ReplicationController (``registry/core/replicationcontroller/storage``,
   ``scaleFromRC``): ``labels.SelectorFromSet(spec.selector).String()``.
+
+Besides the scale, a workload keeps its pod template's topology spread constraints
+in compact form (``spread``, :mod:`hpactl.model.topology`), for the skew report after
+a rescale; Nodes are projected to their name and labels (``node_labels_from_raw``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from hpactl.model.topology import NodeLabels, PodSpread, spread_from_template
 
 __all__ = [
     "WORKLOAD_KINDS",
     "WorkloadKind",
     "WorkloadScale",
+    "node_labels_from_raw",
     "workload_projection",
     "workload_scale_from_raw",
 ]
@@ -64,6 +72,8 @@ class WorkloadScale:
     generation: int
     resource_version: str
     uid: str = ""
+    # The pod template's topologySpreadConstraints, compact (None: there are none).
+    spread: PodSpread | None = None
 
 
 def _int(value: Any, default: int) -> int:
@@ -119,6 +129,26 @@ def workload_scale_from_raw(kind: str, raw: Mapping[str, Any]) -> WorkloadScale:
         generation=_int(meta.get("generation"), 0),
         resource_version=str(meta.get("resourceVersion") or ""),
         uid=str(meta.get("uid") or ""),
+        spread=_spread(spec.get("template")),
+    )
+
+
+def _spread(template: Any) -> PodSpread | None:
+    """The template's spread constraints; one the API would not have stored (it is
+    only reported on, never decided by) is left out rather than failing the scale."""
+    try:
+        return spread_from_template(template)
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def node_labels_from_raw(raw: Mapping[str, Any]) -> NodeLabels:
+    """A Node, projected to its name and labels (all the skew report needs)."""
+    meta = raw.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return NodeLabels(
+        name=str(meta.get("name") or ""),
+        labels={sys.intern(str(k)): sys.intern(str(v)) for k, v in labels.items()},
     )
 
 

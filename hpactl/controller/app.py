@@ -2,8 +2,9 @@
 
 ``async with ControllerApp(config, clock=clock) as app:`` opens a ``KubeSession``
 (from ``config.client``: kubeconfig / master / qps / burst; every request is timed
-out and counted in ``app.metrics``), creates the shared informers (HPAs, Pods, and
-Deployments / ReplicaSets / StatefulSets / ReplicationControllers), the REST mapper,
+out and counted in ``app.metrics``), creates the shared informers (HPAs, Pods,
+Deployments / ReplicaSets / StatefulSets / ReplicationControllers, and Nodes but in
+shadow mode), the REST mapper,
 scale, status and event writers, the shared metrics fetcher, and the
 :class:`~hpactl.controller.horizontal.HorizontalController` (``app.controller``),
 (``hpactl.kube`` restmapper, scaling, status and the aggregating ``EventRecorder``,
@@ -177,6 +178,9 @@ class ControllerApp:
         hpas = informers.hpa_lister()
         pods = informers.pod_lister()
         workloads = informers.workload_lister(tuple(WORKLOAD_KINDS))
+        # Node labels, for the topology skew reported after a rescale (shadow mode
+        # rescales nothing, and its read-only role does not grant nodes).
+        nodes = None if cfg.shadow else informers.node_lister()
         mapper = RestMapper(session, monotonic=self.clock.monotonic, timeout=self.call_timeout)
 
         def pod_labels(namespace: str, name: str) -> Mapping[str, str] | None:
@@ -198,6 +202,7 @@ class ControllerApp:
             metrics=self.fetcher,
             tracer=tracer,
             call_timeout=self.call_timeout,
+            nodes=nodes,
         )
         gates = cfg.feature_gates
         controller = HorizontalController(
@@ -216,6 +221,7 @@ class ControllerApp:
             stale_consistency=gates.enabled(fg.STALE_CONTROLLER_CONSISTENCY_HPA),
             call_timeout=self.call_timeout,
             decision_records=cfg.decision_records,
+            topology_skew_events=gates.enabled(fg.HPA_TOPOLOGY_SKEW_EVENTS),
         )
         if cfg.shadow:
             # Decide beside the writing controller and compare; never write.

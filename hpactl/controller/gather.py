@@ -11,6 +11,9 @@
   (the cache was stale) or whose answer was lost (it may have landed).
 * Pods: the namespace's pods matching the scale's selector, from the pod cache
   (the core re-checks the selector; filtering here only saves work).
+* Topology skew (``topology_skew``): for a cached target whose pod template has
+  ``topologySpreadConstraints``, the observed skew per constraint from the pod and
+  node caches, once the pods number the target's replicas.
 * Metrics: one fetch per ``spec.metrics`` entry (``metrics_to_fetch``), concurrently,
   through ``hpactl.metrics.SharedMetricsFetcher`` (one request per namespace and
   period), each in its own span and bounded by a timeout.
@@ -26,7 +29,7 @@ from typing import Protocol
 
 from opentelemetry import trace
 
-from hpactl.cache.listers import PodLister, WorkloadLister
+from hpactl.cache.listers import NodeLister, PodLister, WorkloadLister
 from hpactl.cache.projections import WORKLOAD_KINDS
 from hpactl.core.decide import MetricRequest, ScaleView
 from hpactl.core.metrics_eval import MetricInput
@@ -38,9 +41,10 @@ from hpactl.model.hpa import HPA
 from hpactl.model.metrics import MetricFetchError
 from hpactl.model.pod import PodView
 from hpactl.model.selectors import Selector, parse_selector
+from hpactl.model.topology import ConstraintSkew, PodPlacement, observed_skew
 from hpactl.obs.tracing import SPAN_METRIC, SPAN_SCALE_GET
 
-__all__ = ["FetchedMetric", "Gatherer", "MetricsSource", "ScaleRead"]
+__all__ = ["FetchedMetric", "Gatherer", "MetricsSource", "ScaleRead", "SkewRead"]
 
 
 class MetricsSource(Protocol):
@@ -70,6 +74,19 @@ class FetchedMetric:
     error: str | None = field(default=None)
 
 
+@dataclass(frozen=True, slots=True)
+class SkewRead:
+    """The observed topology skew of a target's pods (``Gatherer.topology_skew``).
+
+    ``ready`` False: not measurable yet (the pods have not followed the scale, or the
+    node cache has not synced); ``skews`` empty: the template has no constraints
+    (or the target is not a cached kind, whose template hpactl does not read).
+    """
+
+    ready: bool
+    skews: tuple[ConstraintSkew, ...] = ()
+
+
 def _not_found(group: str, resource: str, name: str) -> str:
     gr = f"{resource}.{group}" if group else resource
     return f'{gr} "{name}" not found'
@@ -86,8 +103,10 @@ class Gatherer:
         metrics: MetricsSource,
         tracer: trace.Tracer,
         call_timeout: float,
+        nodes: NodeLister | None = None,
     ) -> None:
         self._s = session
+        self._nodes = nodes
         self._pods = pods
         self._workloads = workloads
         self._mapper = mapper
@@ -183,6 +202,29 @@ class Gatherer:
             self._distrusted[tkey] = sc.resource_version
         view = ScaleView(sc.spec_replicas, sc.status_replicas, sc.selector)
         return ScaleRead(view, mapping=mapping, resource_version=sc.resource_version)
+
+    def topology_skew(
+        self, hpa: HPA, target_pods: Sequence[PodView], spec_replicas: int
+    ) -> SkewRead:
+        """The skew of the target's pods per spread constraint of its pod template,
+        once they number ``spec_replicas`` (terminating ones left out), from the
+        caches (hpactl.model.topology.observed_skew)."""
+        ref = hpa.spec.scale_target_ref
+        ws = None
+        if self._workloads is not None and ref.kind in WORKLOAD_KINDS:
+            ws = self._workloads.get(ref.kind, hpa.namespace, ref.name)
+        if ws is None or ws.spread is None or self._nodes is None:
+            return SkewRead(True)
+        if sum(1 for p in target_pods if not p.deleting) != spec_replicas:
+            return SkewRead(False)
+        if not self._nodes.synced:
+            return SkewRead(False)
+        placements: dict[str, PodPlacement] = {}
+        for c in ws.spread.constraints:
+            for p in self._pods.list(hpa.namespace, c.selector):
+                placements[p.name] = PodPlacement(p.labels, p.node_name, p.deleting)
+        skews = observed_skew(ws.spread, self._nodes.list(), placements.values())
+        return SkewRead(True, skews)
 
     def pods(self, namespace: str, selector_text: str) -> Sequence[PodView]:
         if not selector_text:

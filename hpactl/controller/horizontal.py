@@ -28,6 +28,13 @@
   is not consulted (it refuses everything), and the comparer follows the writing
   controller's scale events and compares each decision with what that controller
   recorded.
+* Topology skew: after a rescale of a target whose pod template has
+  ``topologySpreadConstraints``, the first sync that finds its pods numbering its
+  replicas measures their skew per topology key (``Gatherer.topology_skew``) and
+  reports it (gauge ``hpactl_target_topology_skew``, span attribute
+  ``hpactl.topology.skew``); with the ``HPATopologySkewEvents`` gate a Warning
+  ``TopologySkewExceeded`` follows upstream's events for each constraint whose
+  ``maxSkew`` is exceeded. Without the gate the events are exactly upstream's.
 * :meth:`HorizontalController.sync_all` syncs every cached HPA once (sorted keys,
   bounded concurrency): the deterministic entry point of ``hpactl simulate``. Syncs
   start in key order and each records its selector before its first wait on I/O
@@ -53,7 +60,7 @@ from opentelemetry import trace
 from hpactl.cache.listers import HPALister
 from hpactl.cache.store import ProjectionError
 from hpactl.clock import Clock
-from hpactl.controller.gather import FetchedMetric, Gatherer, ScaleRead
+from hpactl.controller.gather import FetchedMetric, Gatherer, ScaleRead, SkewRead
 from hpactl.controller.records import DecisionRecords
 from hpactl.controller.scheduling import SyncSupervisor
 from hpactl.controller.selector_store import SelectorStore
@@ -79,10 +86,11 @@ from hpactl.kube.scaling import StaleScale, update_scale
 from hpactl.kube.session import KubeSession
 from hpactl.kube.status import update_hpa_status
 from hpactl.model.hpa import HPA
+from hpactl.model.topology import skew_by_key
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.tracing import SPAN_SCALE_UPDATE, SPAN_STATUS_UPDATE, SPAN_SYNC
 
-__all__ = ["TARGET_ATTRIBUTES", "HorizontalController", "SyncRecord"]
+__all__ = ["TARGET_ATTRIBUTES", "TOPOLOGY_SKEW_EXCEEDED", "HorizontalController", "SyncRecord"]
 
 log = structlog.get_logger("hpactl.controller")
 
@@ -92,7 +100,11 @@ TARGET_ATTRIBUTES = {
     "ReplicaSet": "k8s.replicaset.name",
     "StatefulSet": "k8s.statefulset.name",
     "ReplicationController": "k8s.replicationcontroller.name",
+    "DaemonSet": "k8s.daemonset.name",
 }
+
+#: Reason of the Warning event for a skew above maxSkew (HPATopologySkewEvents gate).
+TOPOLOGY_SKEW_EXCEEDED = "TopologySkewExceeded"
 
 
 class PeriodicFetcher(Protocol):
@@ -195,6 +207,7 @@ class HorizontalController:
         stale_consistency: bool = False,
         call_timeout: float = 10.0,
         decision_records: int = 0,
+        topology_skew_events: bool = False,
     ) -> None:
         self.hpas = hpas
         self.gatherer = gatherer
@@ -210,6 +223,12 @@ class HorizontalController:
         self.hpa_generation = hpa_generation
         self.stale_consistency = stale_consistency
         self.call_timeout = call_timeout
+        # HPATopologySkewEvents: a Warning when the observed skew exceeds maxSkew.
+        self.topology_skew_events = topology_skew_events
+        # HPAs whose target was rescaled and whose skew is still to be reported, and
+        # the skew series each HPA's target has (to drop them with the HPA).
+        self._skew_pending: set[str] = set()
+        self._skew_series: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         self.selectors = SelectorStore()
         self.history: dict[str, History] = {}
         self.last_records: dict[str, SyncRecord] = {}
@@ -269,11 +288,15 @@ class HorizontalController:
         self._written_rv.pop(key, None)
         self._uncertain.pop(key, None)
         self._invalid_reported.pop(key, None)
+        self._skew_pending.discard(key)
+        series = self._skew_series.pop(key, None)
         if self.shadow is not None:
             self.shadow.forget(key)
         ns, name = _split(key)
         if self.metrics is not None:
             self.metrics.forget_hpa(ns, name)
+            if series is not None:
+                self.metrics.forget_topology_skew(*series)
 
     def _count_hpas(self) -> None:
         if self.metrics is not None:
@@ -453,6 +476,13 @@ class HorizontalController:
             spec = read.scale.spec_replicas if read.scale is not None else None
             history = self.shadow.follow(hpa, spec, history)
         pods = self.gatherer.pods(hpa.namespace, read.scale.selector) if read.scale else ()
+        skew_events: tuple[Event, ...] = ()
+        skew_reported = False
+        if key in self._skew_pending and read.scale is not None:
+            skew = self.gatherer.topology_skew(hpa, pods, read.scale.spec_replicas)
+            if skew.ready:
+                skew_reported = True
+                skew_events = self._report_skew(hpa, skew, span)
         inputs = SyncInputs(
             hpa=hpa,
             scale=read.scale,
@@ -489,6 +519,11 @@ class HorizontalController:
         outcome = finalize(plan, result)
         # The shadow stores no scale event of its own: follow() stores the writer's.
         self.history[key] = outcome.history if self.shadow is None else plan.history
+        if skew_reported:
+            self._skew_pending.discard(key)
+        if outcome.rescaled and self.shadow is None:
+            # Measured at a later sync, once the pods have followed the new scale.
+            self._skew_pending.add(key)
 
         errors: list[str] = [outcome.error] if outcome.error else []
         events = list(outcome.events)
@@ -500,6 +535,7 @@ class HorizontalController:
             else:
                 events.append(Event(WARNING, "FailedUpdateStatus", err))
                 errors.append(f"failed to update status for {hpa.name}: {err}")
+        events.extend(skew_events)
         self._emit(hpa, events)
         if self.shadow is not None:
             self.shadow.compare(inputs, plan, outcome, prior, span)
@@ -539,6 +575,46 @@ class HorizontalController:
             error=errors[0] if errors else None,
         )
         return rec
+
+    def _report_skew(self, hpa: HPA, read: SkewRead, span: trace.Span) -> tuple[Event, ...]:
+        """The gauge and span attribute of the observed skew; with the
+        HPATopologySkewEvents gate, a Warning per constraint whose maxSkew it exceeds."""
+        if not read.skews:
+            return ()
+        ref = hpa.spec.scale_target_ref
+        by_key = skew_by_key(read.skews)
+        if self.metrics is not None:
+            old = self._skew_series.get(hpa.key)
+            if old is not None:
+                self.metrics.forget_topology_skew(*old)
+            for topology_key, skew in by_key.items():
+                self.metrics.target_topology_skew.labels(hpa.namespace, ref.name, topology_key).set(
+                    skew
+                )
+        self._skew_series[hpa.key] = (hpa.namespace, ref.name, tuple(by_key))
+        span.set_attribute("hpactl.topology.skew", [f"{k}={v}" for k, v in by_key.items()])
+        exceeded = [s for s in read.skews if s.exceeded]
+        span.set_attribute("hpactl.topology.max_skew_exceeded", bool(exceeded))
+        log.info(
+            "hpa.topology_skew",
+            hpa=hpa.key,
+            target=f"{ref.kind}/{ref.name}",
+            skew=by_key,
+            exceeded=[s.constraint.topology_key for s in exceeded],
+        )
+        if not self.topology_skew_events:
+            return ()
+        return tuple(
+            Event(
+                WARNING,
+                TOPOLOGY_SKEW_EXCEEDED,
+                f"pods of {ref.kind}/{ref.name} are spread over {s.constraint.topology_key} "
+                f"with skew {s.skew}, more than maxSkew {s.constraint.max_skew} "
+                f"({s.constraint.when_unsatisfiable}): "
+                + ", ".join(f"{d}={n}" for d, n in s.counts),
+            )
+            for s in exceeded
+        )
 
     async def _write_scale(
         self, hpa: HPA, read: ScaleRead, desired: int, *, retried: bool = False

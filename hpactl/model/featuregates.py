@@ -3,7 +3,8 @@ kube-controller-manager's ``--feature-gates`` (k8s.io/component-base/featuregate
 
 Only the gates that concern the HorizontalPodAutoscaler are known; any other
 name is rejected with upstream's message ``unrecognized feature gate: <name>``.
-Defaults are those of kube-controller-manager 1.37 (see ``KNOWN_GATES``).
+Defaults are those of kube-controller-manager 1.37 (see ``KNOWN_GATES``);
+``HPATopologySkewEvents`` is hpactl's own (alpha, off: events stay upstream's).
 Pure: no I/O.
 """
 
@@ -41,6 +42,9 @@ POD_LEVEL_RESOURCES = "PodLevelResources"
 HPA_GENERATION = "HPAGeneration"
 STALE_CONTROLLER_CONSISTENCY_HPA = "StaleControllerConsistencyHPA"
 HPA_OPTIMIZED_SELECTOR_STORE = "HPAOptimizedSelectorStore"
+# hpactl's own (kube-controller-manager has no such gate): a Warning event when the
+# pods of a target spread with more skew than its template's maxSkew allows.
+HPA_TOPOLOGY_SKEW_EVENTS = "HPATopologySkewEvents"
 
 # Meta gates that set every non-locked alpha (beta) gate the same command line does
 # not name explicitly (featuregate.go: allAlphaGate / allBetaGate).
@@ -92,6 +96,15 @@ KNOWN_GATES: Mapping[str, GateSpec] = MappingProxyType(
                 Stage.BETA,
                 False,
                 "Faster detection of HPAs sharing pods; no change in decisions.",
+            ),
+            GateSpec(
+                HPA_TOPOLOGY_SKEW_EVENTS,
+                False,
+                Stage.ALPHA,
+                False,
+                "hpactl's own, not kube-controller-manager's: a Warning event "
+                "TopologySkewExceeded when, after a rescale, the target's pods spread with "
+                "more skew than a topologySpreadConstraint's maxSkew.",
             ),
         )
     }

@@ -10,6 +10,7 @@ Requests are milli-units (Go ``Quantity.MilliValue()``), per resource name.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -61,6 +62,8 @@ class PodView:
     sidecars: tuple[ContainerView, ...]
     pod_requests: Mapping[str, int] | None
     ready_unknown: bool = False
+    # spec.nodeName ("" until scheduled), interned: a few nodes carry many pods.
+    node_name: str = ""
 
 
 def is_pod_ready_running(pod: PodView) -> bool:
@@ -213,4 +216,5 @@ def pod_view_from_raw(raw: Mapping[str, Any]) -> PodView:
         sidecars=sidecars,
         pod_requests=pod_requests,
         ready_unknown=ready_unknown,
+        node_name=sys.intern(str(spec.get("nodeName") or "")),
     )

@@ -104,6 +104,14 @@ class ControllerMetrics:
         self.caches_synced = Gauge(
             "hpactl_informer_caches_synced", "1 once all informer caches have synced.", registry=r
         )
+        self.target_topology_skew = Gauge(
+            "hpactl_target_topology_skew",
+            "Observed skew (most minus fewest matching pods over the eligible domains) of "
+            "a scale target's pods per topology key of its topologySpreadConstraints, "
+            "measured once its pods have followed the last rescale.",
+            ["namespace", "name", "topology_key"],
+            registry=r,
+        )
         # Shadow mode (hpactl run --shadow): hpactl's decisions against the writer's.
         self.shadow_divergences = Counter(
             "hpactl_shadow_divergences_total",
@@ -137,6 +145,11 @@ class ControllerMetrics:
     def forget_hpa(self, namespace: str, name: str) -> None:
         with contextlib.suppress(KeyError):
             self.desired_replicas.remove(namespace, name)
+
+    def forget_topology_skew(self, namespace: str, name: str, keys: tuple[str, ...]) -> None:
+        for key in keys:
+            with contextlib.suppress(KeyError):
+                self.target_topology_skew.remove(namespace, name, key)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

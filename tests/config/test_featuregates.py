@@ -9,6 +9,7 @@ from hpactl.model.featuregates import (
     HPA_GENERATION,
     HPA_OPTIMIZED_SELECTOR_STORE,
     HPA_SCALE_TO_ZERO,
+    HPA_TOPOLOGY_SKEW_EVENTS,
     KNOWN_GATES,
     POD_LEVEL_RESOURCES,
     STALE_CONTROLLER_CONSISTENCY_HPA,
@@ -29,8 +30,11 @@ def test_defaults_are_kube_controller_manager_1_37() -> None:
         HPA_SCALE_TO_ZERO: True,
         POD_LEVEL_RESOURCES: True,
         STALE_CONTROLLER_CONSISTENCY_HPA: True,
+        # hpactl's own: off, so that by default the events are exactly upstream's.
+        HPA_TOPOLOGY_SKEW_EVENTS: False,
     }
     assert KNOWN_GATES[HPA_GENERATION].stage is Stage.ALPHA
+    assert KNOWN_GATES[HPA_TOPOLOGY_SKEW_EVENTS].stage is Stage.ALPHA
     assert KNOWN_GATES[HPA_SCALE_TO_ZERO].stage is Stage.BETA
 
 

@@ -444,6 +444,7 @@ async def test_hpactl_works_with_the_service_account(cluster: Cluster) -> None:
 SURFACES: dict[tuple[str, str], set[str]] = {
     ("autoscaling", "horizontalpodautoscalers"): {"unready"},
     ("", "pods"): {"unready"},
+    ("", "nodes"): {"unready"},
     ("", "replicationcontrollers"): {"unready"},
     ("apps", "deployments"): {"unready"},
     ("autoscaling", "horizontalpodautoscalers/status"): {"event"},
