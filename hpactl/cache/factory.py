@@ -20,7 +20,10 @@ Node                       v1 nodes                     `NodeLabels` (name, labe
 
 The Node informer exists only when asked for (``nodes()``): ``ControllerApp`` creates
 it for the topology skew report, except in shadow mode. It keeps a node's name and
-labels only, some hundred bytes per node.
+labels only, some hundred bytes per node. It is *optional*: no decision needs it, so
+it never holds back ``wait_for_cache_sync``, ``has_synced``, ``wait_for_resync`` or
+``connected`` (readiness). Where nodes cannot be listed (RBAC without the rule) the
+reflector logs the 403 and retries, and the skew is simply not reported.
 """
 
 from __future__ import annotations
@@ -131,6 +134,10 @@ class SharedInformers:
         self._yield_every = yield_every
         self._initial_list_rv = initial_list_resource_version
         self._informers: dict[str, Informer[Any]] = {}
+        # Informers no decision needs (nodes: only the topology skew report). They
+        # never hold back cache sync, a resync or readiness: a cluster whose RBAC
+        # lacks them still autoscales, and the reflector logs their errors.
+        self._optional: set[str] = set()
         self._started = False
 
     # -- informers ------------------------------------------------------------------
@@ -142,10 +149,14 @@ class SharedInformers:
         projection: Callable[[Mapping[str, Any]], T],
         indexers: Mapping[str, Callable[[T], Iterable[str]]] | None = None,
         resync: float | None = None,
+        *,
+        optional: bool = False,
     ) -> Informer[T]:
         existing = self._informers.get(name)
         if existing is not None:
             return existing
+        if optional:
+            self._optional.add(name)
         inf: Informer[T] = Informer(
             name,
             self._lw_factory(*gvr),
@@ -177,7 +188,7 @@ class SharedInformers:
         )
 
     def nodes(self) -> Informer[NodeLabels]:
-        return self._informer(NODES, ("", "v1", "nodes"), node_labels_from_raw)
+        return self._informer(NODES, ("", "v1", "nodes"), node_labels_from_raw, optional=True)
 
     def workloads(self, kind: str) -> Informer[WorkloadScale]:
         wk = WORKLOAD_KINDS.get(kind)
@@ -211,18 +222,22 @@ class SharedInformers:
         for inf in self._informers.values():
             inf.start()
 
+    def _required(self) -> dict[str, Informer[Any]]:
+        return {n: i for n, i in self._informers.items() if n not in self._optional}
+
     @property
     def has_synced(self) -> bool:
-        return all(inf.has_synced for inf in self._informers.values())
+        return all(inf.has_synced for inf in self._required().values())
 
     async def wait_for_cache_sync(self, timeout: float | None = None) -> bool:
-        """True once every informer has listed; False on `timeout` (real seconds)."""
+        """True once every required informer has listed (optional ones, e.g. nodes,
+        are not waited for); False on `timeout` (real seconds)."""
         try:
             async with asyncio.timeout(timeout):
-                for inf in list(self._informers.values()):
+                for inf in list(self._required().values()):
                     await inf.wait_synced()
         except TimeoutError:
-            pending = [n for n, i in self._informers.items() if not i.has_synced]
+            pending = [n for n, i in self._required().items() if not i.has_synced]
             _log.warning("cache.sync_timeout", pending=pending)
             return False
         return True
@@ -242,9 +257,13 @@ class SharedInformers:
         its last write to that kind (`wait_for_writes`): events of one kind arrive in
         order, so that is exact and needs no bookmark.
         """
-        chosen = (
-            [self._informers[n] for n in names] if names is not None else self._informers.values()
-        )
+        if names is not None:
+            chosen = [self._informers[n] for n in names]
+        else:
+            # An optional informer that cannot list (RBAC) would hold everyone back.
+            chosen = [
+                i for n, i in self._informers.items() if n not in self._optional or i.has_synced
+            ]
         async with asyncio.timeout(timeout):
             await asyncio.gather(*(inf.wait_for_rv(rv) for inf in chosen))
 
@@ -264,7 +283,7 @@ class SharedInformers:
 
     def relist(self) -> None:
         """Force a consistent relist of every informer (their watches end); see
-        `wait_for_resync`."""
+        `wait_for_resync` (which waits for the required ones)."""
         for inf in self._informers.values():
             inf.relist()
 
@@ -273,10 +292,10 @@ class SharedInformers:
         `relist()` (at once if none was asked for); False on `timeout` (real seconds)."""
         try:
             async with asyncio.timeout(timeout):
-                for inf in list(self._informers.values()):
+                for inf in list(self._required().values()):
                     await inf.wait_for_resync()
         except TimeoutError:
-            pending = [n for n, i in self._informers.items() if i.resync_pending]
+            pending = [n for n, i in self._required().items() if i.resync_pending]
             _log.warning("cache.resync_timeout", pending=pending)
             return False
         return True
@@ -286,10 +305,11 @@ class SharedInformers:
         error since its last completed list or watch event, or for less than `grace`
         seconds (one dropped stream does not flap readiness); else (False,
         "<informer>: <last error>") for the first one that is not."""
-        if not self._informers:
+        required = self._required()
+        if not required:
             return False, "no informers"
-        for name in sorted(self._informers):
-            ok, why = self._informers[name].connected(grace)
+        for name in sorted(required):
+            ok, why = required[name].connected(grace)
             if not ok:
                 return False, f"{name}: {why}"
         return True, ""

@@ -88,6 +88,7 @@ async def test_node_informer_follows_labels(emu: Emulator) -> None:
         informers.start()
         try:
             assert await informers.wait_for_cache_sync(WAIT)
+            await nodes.informer.wait_synced(WAIT)  # optional: not part of cache sync
             assert nodes.synced and nodes.list() == [NodeLabels("n1", {})]
             raw = emu.store.get("", "nodes", "", "n1")
             assert raw is not None
@@ -126,3 +127,31 @@ def test_node_cache_cost() -> None:
     # Label keys and the repeated values are interned, shared by every node.
     assert views[0].labels[ZONE] is views[1].labels[ZONE]
     assert per_node < 1024
+
+
+async def test_nodes_that_cannot_be_listed_never_hold_back_the_caches() -> None:
+    """Nodes serve only the skew report: without the RBAC rule (403 on every list),
+    the caches still sync, resync and count as connected, and the 403 is retried."""
+    from hpactl.emulator.faults import FaultInjector, FaultRule
+
+    faults = FaultInjector(seed=1)
+    refused = faults.add(FaultRule.error(403, path="/api/v1/nodes"))
+    async with (
+        Emulator(bookmark_interval=0.05, faults=faults) as emu,
+        KubeSession(master=emu.url, qps=0) as s,
+    ):
+        informers = SharedInformers(s, clock=VirtualClock())
+        informers.hpas()
+        informers.pods()
+        nodes = informers.nodes()
+        informers.start()
+        try:
+            assert await informers.wait_for_cache_sync(WAIT)
+            assert informers.has_synced and not nodes.has_synced
+            await until(lambda: faults.hits(refused) >= 1, "a refused node list")
+            assert informers.connected() == (True, "")
+            informers.relist()
+            assert await informers.wait_for_resync(WAIT)
+            await informers.wait_for_rv(emu.store.current_resource_version(), WAIT)
+        finally:
+            await informers.stop()
