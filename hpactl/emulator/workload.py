@@ -18,6 +18,13 @@ Scale-down removes unready pods first, then the most recently started (StatefulS
 the highest ordinal), as the workload controllers prefer. Pods go away at once (no
 graceful termination). Pods the scenario created itself that match the selector count
 as the target's pods (a ReplicaSet adopts them) but keep the status they were given.
+
+With `nodes`, each new pod is placed as kube-scheduler would place it
+(`scheduling.place`): it gets a `spec.nodeName`, or stays Pending (PodScheduled=False,
+reason Unschedulable, no metrics) and is tried again at every reconcile, oldest first,
+once pods are deleted elsewhere. Scale-down then picks its victims as the ReplicaSet
+controller ranks them (`podranking`; StatefulSets still remove the highest ordinal).
+The nodes are also stored as Node objects when the emulator serves that kind.
 """
 
 from __future__ import annotations
@@ -29,12 +36,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from hpactl.emulator.podranking import pods_to_delete
 from hpactl.emulator.registry import ResourceType
+from hpactl.emulator.scheduling import (
+    ZONE_LABEL,
+    Node,
+    node_name_of,
+    node_object,
+    place,
+    spread_report,
+)
 from hpactl.emulator.store import Store, format_timestamp
 from hpactl.model.quantity import format_milli
 from hpactl.model.selectors import Selector, parse_selector, selector_from_label_selector
 
-__all__ = ["DemandPoint", "Workload", "WorkloadSpec", "demand_at"]
+__all__ = ["DemandPoint", "TargetPlacement", "Workload", "WorkloadSpec", "demand_at"]
 
 Obj = dict[str, Any]
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand alphabet
@@ -97,12 +113,24 @@ def _template_hash(template: Any) -> str:
 
 @dataclass(slots=True)
 class _Managed:
-    """A pod this workload created."""
+    """A pod this workload created. `started` is None while it is Pending (no node)."""
 
     name: str
-    started: datetime
+    started: datetime | None
     ready: bool
     ordinal: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class TargetPlacement:
+    """Where a target's pods are (only with nodes): `pods` by phase, and for each
+    topology key of its template's spread constraints the pods per eligible domain
+    and the skew; `zones` counts its scheduled pods per zone label of the nodes."""
+
+    pods: dict[str, int]
+    topology: dict[str, dict[str, int]]
+    skew: dict[str, int]
+    zones: dict[str, int]
 
 
 @dataclass(slots=True)
@@ -123,10 +151,13 @@ class Workload:
         *,
         start: datetime,
         now: Callable[[], datetime],
+        nodes: Iterable[Node] = (),
     ) -> None:
         self.store = store
         self.start = start
         self.now = now
+        self.nodes = tuple(nodes)
+        self._nodes_stored = False
         self._targets = [_TargetState(s) for s in specs]
         self._metrics_sig: Any = None
 
@@ -191,8 +222,60 @@ class Workload:
         """Bring every target's pods and status in line with now; returns writes made."""
         writes = 0
         now = self.now()
+        if self.nodes and not self._nodes_stored:
+            writes += self._store_nodes()
         for st in self._targets:
             writes += self._reconcile_one(st, now)
+        if self.nodes:
+            # Room freed by another target's scale-down this turn.
+            for st in self._targets:
+                writes += self._schedule_pending(st, now)
+        for st in self._targets:
+            target = self._target(st)
+            if target is not None and st.rt is not None and st.rt.status:
+                writes += self._update_status(st, target, st.rt)
+        return writes
+
+    def _store_nodes(self) -> int:
+        """The scenario's nodes as Node objects, when the emulator serves them."""
+        self._nodes_stored = True
+        if self.store.registry.by_kind("", "Node") is None:
+            return 0
+        writes = 0
+        for node in self.nodes:
+            if self.store.get("", "nodes", "", node.name) is None:
+                self.store.create(node_object(node))
+                writes += 1
+        return writes
+
+    def _all_pods(self) -> list[Obj]:
+        return [e.obj for e in self.store.iter_entries(_POD_KEY, None)]
+
+    def _schedule_pending(self, st: _TargetState, now: datetime) -> int:
+        """Try the target's Pending pods again, oldest first (the scheduling queue)."""
+        writes = 0
+        for m in list(st.pods.values()):
+            if m.started is not None:
+                continue
+            e = self.store.get_entry(_POD_KEY, st.spec.namespace, m.name)
+            if e is None:
+                continue
+            placement = place(e.obj, self.nodes, self._all_pods())
+            pod = _copy_json(e.obj)
+            if placement.node is None:
+                old = e.obj.get("status") or {}
+                conds = old.get("conditions") or []
+                if conds and conds[0].get("message") == placement.message:
+                    continue
+                pod["status"] = _pending_status(now, placement.message)
+            else:
+                m.started = now
+                m.ready = st.spec.pod_ready_after <= 0
+                containers = (pod.get("spec") or {}).get("containers") or []
+                pod["spec"]["nodeName"] = placement.node
+                pod["status"] = _pod_status(now, m.ready, now, containers)
+            self.store.apply(pod, validate=False)
+            writes += 1
         return writes
 
     def _reconcile_one(self, st: _TargetState, now: datetime) -> int:
@@ -216,6 +299,8 @@ class Workload:
                 del st.pods[name]
         # Readiness of managed pods.
         for m in st.pods.values():
+            if m.started is None:
+                continue  # Pending: not on a node
             if not m.ready and now >= m.started + timedelta(seconds=spec.pod_ready_after):
                 m.ready = True
                 self._set_ready(spec.namespace, m, spec.pod_ready_after)
@@ -223,20 +308,24 @@ class Workload:
         want = _replicas(target, rt)
         selector = self._selector(target, rt)
         pods = self._matching_pods(spec.namespace, selector)
+        if len(pods) > want:
+            for name in self._victims(st, pods, len(pods) - want, now):
+                self.store.delete("", "pods", spec.namespace, name)
+                st.pods.pop(name, None)
+                writes += 1
+        if self.nodes:
+            writes += self._schedule_pending(st, now)
         if len(pods) < want:
             for _ in range(want - len(pods)):
                 self._create_pod(st, target, rt, now)
                 writes += 1
-        elif len(pods) > want:
-            for name in self._victims(st, pods, len(pods) - want):
-                self.store.delete("", "pods", spec.namespace, name)
-                st.pods.pop(name, None)
-                writes += 1
-        if rt.status:
-            writes += self._update_status(st, target, rt)
         return writes
 
-    def _victims(self, st: _TargetState, pods: list[Obj], n: int) -> list[str]:
+    def _victims(self, st: _TargetState, pods: list[Obj], n: int, now: datetime) -> list[str]:
+        if self.nodes and st.spec.kind != "StatefulSet":
+            # As the ReplicaSet controller ranks them (podranking).
+            return [p["metadata"]["name"] for p in pods_to_delete(pods, n, now)]
+
         def rank(p: Obj) -> tuple[int, str, int, str]:
             name = p["metadata"]["name"]
             m = st.pods.get(name)
@@ -297,7 +386,7 @@ class Workload:
                     requests[res] = q
         name, ordinal = self._pod_name(st, target)
         ready = spec.pod_ready_after <= 0
-        started = now
+        started: datetime | None = now
         pod: Obj = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -317,14 +406,21 @@ class Workload:
                 ],
             },
             "spec": pod_spec,
-            "status": _pod_status(started, ready, started, containers),
+            "status": _pod_status(now, ready, now, containers),
         }
+        if self.nodes:
+            placement = place(pod, self.nodes, self._all_pods())
+            if placement.node is not None:
+                pod_spec["nodeName"] = placement.node
+            else:
+                started, ready = None, False
+                pod["status"] = _pending_status(now, placement.message)
         self.store.create(pod)
         st.pods[name] = _Managed(name, started, ready, ordinal)
 
     def _set_ready(self, namespace: str, m: _Managed, ready_after: float) -> None:
         e = self.store.get_entry(_POD_KEY, namespace, m.name)
-        if e is None:
+        if e is None or m.started is None:
             return
         # The exact moment it turned Ready, even if this step comes later.
         became = m.started + timedelta(seconds=ready_after)
@@ -390,6 +486,47 @@ class Workload:
         self.store.update_status(body)
         return 1
 
+    @staticmethod
+    def _pending(st: _TargetState, pod: Obj) -> bool:
+        m = st.pods.get(pod["metadata"]["name"])
+        return m is not None and m.started is None
+
+    # ------------------------------------------------------------------ placement
+
+    def placement(
+        self, kind: str, api_version: str | None, namespace: str, name: str
+    ) -> TargetPlacement | None:
+        """Where the pods of a scale target are (any target, listed in `workload` or
+        not); None without nodes or when the target does not exist."""
+        if not self.nodes:
+            return None
+        st = _TargetState(WorkloadSpec(kind, namespace, name, api_version=api_version))
+        target = self._target(st)
+        if target is None or st.rt is None:
+            return None
+        pods = self._matching_pods(namespace, self._selector(target, st.rt))
+        phases: dict[str, int] = {}
+        for p in pods:
+            # The API server defaults an empty phase to Pending.
+            phase = str((p.get("status") or {}).get("phase") or "Pending")
+            phases[phase] = phases.get(phase, 0) + 1
+        tmpl = (target.get("spec") or {}).get("template") or {}
+        labels = ((tmpl.get("metadata") or {}).get("labels")) or _labels_from_selector(
+            target, st.rt
+        )
+        template = {
+            "metadata": {"namespace": namespace, "labels": labels},
+            "spec": tmpl.get("spec") or {},
+        }
+        topology, skew = spread_report(template, self.nodes, self._all_pods())
+        zone_of = {n.name: n.labels[ZONE_LABEL] for n in self.nodes if ZONE_LABEL in n.labels}
+        zones = dict.fromkeys(sorted(set(zone_of.values())), 0)
+        for p in pods:
+            zone = zone_of.get(node_name_of(p))
+            if zone is not None:
+                zones[zone] += 1
+        return TargetPlacement(dict(sorted(phases.items())), topology, skew, zones)
+
     # ------------------------------------------------------------------ metrics
 
     def pod_metrics(self) -> list[Obj]:
@@ -405,7 +542,11 @@ class Workload:
             if target is None or st.rt is None:
                 continue
             pods = sorted(
-                self._matching_pods(spec.namespace, self._selector(target, st.rt)),
+                (
+                    p
+                    for p in self._matching_pods(spec.namespace, self._selector(target, st.rt))
+                    if not self._pending(st, p)  # no node, no kubelet, no metrics
+                ),
                 key=lambda p: p["metadata"]["name"],
             )
             ready_names = [
@@ -444,6 +585,23 @@ class Workload:
                     }
                 )
         return out
+
+
+def _pending_status(now: datetime, message: str) -> Obj:
+    """A pod the scheduler could not place (no startTime: no kubelet has it)."""
+    return {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": format_timestamp(now),
+            }
+        ],
+    }
 
 
 def _invert(s: str) -> str:

@@ -160,7 +160,31 @@ def _hpa_line(result: StepResult, key: str) -> str:
     note = _conditions_note(status)
     if note:
         parts.append(note)
-    return "  ".join(p for p in parts if p)
+    line = "  ".join(p for p in parts if p)
+    placed = placement_note(result, tkey)
+    if placed:  # on its own line, indented like the notes below an HPA
+        line += f"\n{'':<8}  {'':>5}    {placed}"
+    return line
+
+
+_SHORT_KEYS = {"topology.kubernetes.io/zone": "zone", "kubernetes.io/hostname": "hostname"}
+
+
+def placement_note(result: StepResult, target: str) -> str:
+    """With nodes: the target's pods by phase, per zone, and the skew per topology
+    key, e.g. `pods: Running 5, Pending 1; per zone a 2, b 2, c 1; skew zone 1`."""
+    t = result.targets.get(target) or {}
+    if "pods" not in t:
+        return ""
+    phases = ", ".join(f"{phase} {n}" for phase, n in t["pods"].items()) or "none"
+    parts = [f"pods: {phases}"]
+    zones = result.zones.get(target) or {}
+    if zones:
+        parts.append("per zone " + ", ".join(f"{z} {n}" for z, n in zones.items()))
+    skew = t.get("skew") or {}
+    if skew:
+        parts.append("skew " + ", ".join(f"{_SHORT_KEYS.get(k, k)} {v}" for k, v in skew.items()))
+    return "; ".join(parts)
 
 
 def _rule_note(result: StepResult, key: str, start: datetime) -> str:

@@ -82,6 +82,9 @@ class StepResult:
     # HPA key -> the sync's decision record (DecisionRecord.to_dict(), as served at
     # /debug/hpa/...): the optional `decisions` field of a jsonl line.
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Target key -> zone -> its scheduled pods (only with nodes; zones from the
+    # nodes' topology.kubernetes.io/zone labels). For the timeline and plots.
+    zones: dict[str, dict[str, int]] = field(default_factory=dict)
     # Workload target key -> resource -> the total demand at this step, in the
     # resource's unit (cpu: cores). For plots; not part of the jsonl line.
     demand: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -183,7 +186,11 @@ class Simulation:
             # minReplicas 0 only with the gate. (The emulator has no switch for it.)
             self.emu.store.set_validator(_scale_to_zero_validator)
         self.workload = Workload(
-            self.emu.store, scenario.workload, start=scenario.start, now=self.clock.now
+            self.emu.store,
+            scenario.workload,
+            start=scenario.start,
+            now=self.clock.now,
+            nodes=scenario.nodes,
         )
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._workdir = Path(workdir) if workdir is not None else None
@@ -424,6 +431,7 @@ class Simulation:
         hpas: dict[str, dict[str, Any]] = {}
         specs: dict[str, dict[str, Any]] = {}
         targets: dict[str, dict[str, Any]] = {}
+        zones: dict[str, dict[str, int]] = {}
         for e in store.iter_entries(_HPA_KEY, None):
             meta = e.obj.get("metadata") or {}
             key = f"{meta.get('namespace')}/{meta.get('name')}"
@@ -435,6 +443,18 @@ class Simulation:
             tkey = f"{ref.get('kind')}/{meta.get('namespace')}/{ref.get('name')}"
             if tkey not in targets:
                 targets[tkey] = {"replicas": self._target_replicas(ref, str(meta.get("namespace")))}
+                # With nodes: where its pods are (the contract's pods/topology/skew).
+                placed = self.workload.placement(
+                    str(ref.get("kind") or ""),
+                    str(ref["apiVersion"]) if ref.get("apiVersion") else None,
+                    str(meta.get("namespace")),
+                    str(ref.get("name") or ""),
+                )
+                if placed is not None:
+                    targets[tkey].update(
+                        pods=placed.pods, topology=placed.topology, skew=placed.skew
+                    )
+                    zones[tkey] = placed.zones
         events = []
         for ev in captured:
             o = ev.entry.obj
@@ -455,6 +475,7 @@ class Simulation:
             events=events,
             source_index=index,
             specs=specs,
+            zones=zones,
         )
 
     def _demand(self, seconds_since_start: float) -> dict[str, dict[str, float]]:

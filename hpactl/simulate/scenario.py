@@ -19,9 +19,11 @@ from typing import Any
 import yaml
 
 from hpactl.config import ConfigError, ControllerConfig
+from hpactl.emulator.scheduling import Node
 from hpactl.emulator.workload import DemandPoint, WorkloadSpec
 from hpactl.model.quantity import parse_quantity
 from hpactl.model.times import parse_go_duration, parse_time
+from hpactl.simulate.nodes import NodesError, parse_nodes
 
 __all__ = [
     "DEFAULT_START",
@@ -40,7 +42,17 @@ __all__ = [
 ]
 
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
-TOP_KEYS = ("name", "description", "start", "flags", "objects", "metrics", "workload", "steps")
+TOP_KEYS = (
+    "name",
+    "description",
+    "start",
+    "flags",
+    "objects",
+    "metrics",
+    "workload",
+    "nodes",
+    "steps",
+)
 METRICS_KEYS = ("pods", "custom", "external", "unavailable")
 STEP_KEYS = ("after", "apply", "delete", "metrics", "repeat")
 WORKLOAD_KEYS = ("target", "podReadyAfter", "requests", "demand")
@@ -110,6 +122,7 @@ class Scenario:
     workload: tuple[WorkloadSpec, ...]
     steps: tuple[Step, ...]
     source: str = field(default="", compare=False)
+    nodes: tuple[Node, ...] = ()  # `nodes` (hpactl.simulate.nodes): pods get placed
 
     @property
     def sync_period(self) -> float:
@@ -528,9 +541,17 @@ def parse_scenario(data: Any, *, source: str = "") -> Scenario:
         workload=_workload(m["workload"]) if m.get("workload") is not None else (),
         steps=_steps(m["steps"] if m["steps"] is not None else []),
         source=source,
+        nodes=_nodes(m.get("nodes")),
     )
     _check_workload_targets(scenario)
     return scenario
+
+
+def _nodes(v: Any) -> tuple[Node, ...]:
+    try:
+        return parse_nodes(v)
+    except NodesError as exc:
+        raise ScenarioError(exc.where, exc.message) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -46,6 +46,8 @@ def test_every_example_is_tested() -> None:
         "external-queue",
         "unready-startup",
         "ingress-object-metric",
+        "zones-spread",
+        "zones-spread-anyway",
     }
     assert {p.stem for p in EXAMPLES.glob("*.yaml")} == tested
 
@@ -164,3 +166,51 @@ async def test_ingress_object_metric() -> None:
     # 5-minute window at 14m45s.
     assert at(results, "00:14:30").targets["Deployment/shop/web"]["replicas"] == 8
     assert at(results, "00:14:45").targets["Deployment/shop/web"]["replicas"] == 3
+
+
+def zone_counts(results: list[StepResult]) -> list[tuple[dict[str, int], dict[str, int]]]:
+    """(pods by phase, pods per zone) at every change."""
+    out: list[tuple[dict[str, int], dict[str, int]]] = []
+    for r in results:
+        t = r.targets["Deployment/default/web"]
+        now = (t["pods"], t["topology"]["topology.kubernetes.io/zone"])
+        if not out or out[-1] != now:
+            out.append(now)
+    return out
+
+
+async def test_zones_spread_do_not_schedule() -> None:
+    results = await run("zones-spread")
+    assert changes(replicas(results, "Deployment/default/web")) == [3, 6, 12, 15, 3]
+    # Up: every pod to a zone with the fewest; zone c (room for 4) fills, then a and
+    # b may hold one more each (maxSkew 1): the 15th pod stays Pending.
+    assert zone_counts(results) == [
+        ({"Running": 3}, {"a": 1, "b": 1, "c": 1}),
+        ({"Running": 6}, {"a": 2, "b": 2, "c": 2}),
+        ({"Running": 12}, {"a": 4, "b": 4, "c": 4}),
+        ({"Pending": 1, "Running": 14}, {"a": 5, "b": 5, "c": 4}),
+        # Down to 3: the Pending pod first, then the pods of the most crowded node
+        # (c-1 holds 4, more than any node of a or b): zone c is emptied.
+        ({"Running": 3}, {"a": 1, "b": 2, "c": 0}),
+    ]
+    web = [r.targets["Deployment/default/web"] for r in results]
+    down = next(i for i, t in enumerate(web) if i and t["replicas"] < web[i - 1]["replicas"])
+    skew = [t["skew"]["topology.kubernetes.io/zone"] for t in web]
+    assert max(skew[:down]) == 1  # never above maxSkew until the scale-down
+    assert skew[down:] == [2] * (len(web) - down)  # above it after
+
+
+async def test_zones_spread_schedule_anyway() -> None:
+    results = await run("zones-spread-anyway")
+    assert changes(replicas(results, "Deployment/default/web")) == [3, 6, 12, 15, 3]
+    assert zone_counts(results) == [
+        ({"Running": 3}, {"a": 1, "b": 1, "c": 1}),
+        ({"Running": 6}, {"a": 2, "b": 2, "c": 2}),
+        ({"Running": 12}, {"a": 4, "b": 4, "c": 4}),
+        # Zone c full: a and b take the overflow, nothing is Pending.
+        ({"Running": 15}, {"a": 6, "b": 5, "c": 4}),
+        ({"Running": 3}, {"a": 0, "b": 3, "c": 0}),
+    ]
+    assert results[-1].targets["Deployment/default/web"]["skew"] == {
+        "topology.kubernetes.io/zone": 3
+    }

@@ -116,7 +116,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     (
         {"steps": [], "foo": 1},
         "foo: unknown key (expected one of: name, description, start, flags, objects, "
-        "metrics, workload, steps)",
+        "metrics, workload, nodes, steps)",
     ),
     ({"objects": []}, "steps: required"),
     ({"steps": [{}, {}, {}, {"after": "5x"}]}, 'steps[3].after: invalid duration "5x"'),
