@@ -29,8 +29,8 @@ The nodes are also stored as Node objects when the emulator serves that kind.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -88,13 +88,20 @@ def demand_at(points: tuple[DemandPoint, ...], t: float) -> int:
         return 0
     if t <= points[0].at:
         return points[0].milli
-    for a, b in itertools.pairwise(points):
-        if t <= b.at:
-            if b.at == a.at:
-                return b.milli
-            frac = (t - a.at) / (b.at - a.at)
-            return round(a.milli + (b.milli - a.milli) * frac)
-    return points[-1].milli
+    # The first point at or after t (points are in time order; a recorded series
+    # has thousands, so no linear scan).
+    i = bisect.bisect_left(points, t, key=_point_at)
+    if i == len(points):
+        return points[-1].milli
+    a, b = points[i - 1], points[i]
+    if b.at == a.at:
+        return b.milli
+    frac = (t - a.at) / (b.at - a.at)
+    return round(a.milli + (b.milli - a.milli) * frac)
+
+
+def _point_at(p: DemandPoint) -> float:
+    return p.at
 
 
 def _suffix(n: int, width: int = 5) -> str:

@@ -37,6 +37,7 @@ from hpactl.emulator.store import WatchEvent, format_timestamp
 from hpactl.emulator.validation import hpa_spec_causes, validate_stored
 from hpactl.emulator.workload import Workload, demand_at
 from hpactl.model.times import parse_time
+from hpactl.simulate.recording import Recording
 from hpactl.simulate.scenario import (
     DeleteRef,
     MetricsSpec,
@@ -200,6 +201,8 @@ class Simulation:
         self._capture: list[WatchEvent] | None = None
         self._pod_items: list[Obj] = []
         self._last_pod_metrics: list[Obj] | None = None
+        # "custom"/"external" -> (items with a recorded value, the values last set)
+        self._recorded: dict[str, tuple[tuple[Obj, ...], list[Obj]]] = {}
         self.results: list[StepResult] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -336,16 +339,44 @@ class Simulation:
                 self._pod_items = [dict(p) for p in spec.pods]
                 self._last_pod_metrics = None
             if spec.custom is not None:
-                m.set_custom([dict(x) for x in spec.custom])
+                m.set_custom(self._values_now("custom", spec.custom))
             if spec.external is not None:
-                m.set_external([dict(x) for x in spec.external])
+                m.set_external(self._values_now("external", spec.external))
             if spec.unavailable is not None:
                 m.set_unavailable(spec.unavailable)
         except (ValueError, TypeError, KeyError) as exc:
             raise ScenarioError(where, _api_message(exc)) from None
 
+    def _values_now(self, kind: str, items: tuple[Obj, ...]) -> list[Obj]:
+        """Metric items at the current time: a recorded `value` (`{file: ...}`) takes
+        its series' value now, and is kept to follow the series at later steps."""
+        t = (self.clock.now() - self.scenario.start).total_seconds()
+        now = [
+            {**x, "value": v.quantity_at(t)}
+            if isinstance(v := x.get("value"), Recording)
+            else dict(x)
+            for x in items
+        ]
+        if any(isinstance(x.get("value"), Recording) for x in items):
+            self._recorded[kind] = (items, now)
+        else:
+            self._recorded.pop(kind, None)
+        return now
+
+    def _follow_recorded(self) -> None:
+        """Custom and external values that follow a recorded series, set anew when
+        their value at this time differs from the last one set."""
+        for kind, (items, last) in list(self._recorded.items()):
+            now = self._values_now(kind, items)
+            if now != last:
+                if kind == "custom":
+                    self.emu.metrics.set_custom(now)
+                else:
+                    self.emu.metrics.set_external(now)
+
     def _react(self) -> None:
         """The workload model's turn: pods, readiness, status, pod metrics."""
+        self._follow_recorded()
         self.workload.reconcile()
         generated = self.workload.pod_metrics()
         listed = {

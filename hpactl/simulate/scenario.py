@@ -24,6 +24,7 @@ from hpactl.emulator.workload import DemandPoint, WorkloadSpec
 from hpactl.model.quantity import parse_quantity
 from hpactl.model.times import parse_go_duration, parse_time
 from hpactl.simulate.nodes import NodesError, parse_nodes
+from hpactl.simulate.recording import Recording, RecordingError, load_recording
 
 __all__ = [
     "DEFAULT_START",
@@ -289,6 +290,8 @@ def _validate_items(kind: str, items: list[Any], where: str) -> None:
     for i, item in enumerate(items):
         w = f"{where}[{i}]"
         _map(item, w)
+        if isinstance(item.get("value"), Recording):  # validated with its first value
+            item = {**item, "value": item["value"].quantity_at(0.0)}
         try:
             if kind == "pods":
                 state.set_pod_metrics([item])
@@ -300,13 +303,34 @@ def _validate_items(kind: str, items: list[Any], where: str) -> None:
             raise ScenarioError(w, str(exc) or type(exc).__name__) from None
 
 
-def _metrics(v: Any, where: str) -> MetricsSpec:
+def _recording(spec: Any, where: str, base: Path, *, demand: bool = False) -> Recording:
+    """A `{file, column?, series?, scale?}` series (docs/scenario-format.md)."""
+    try:
+        return load_recording(spec, base, allow_negative=not demand)
+    except RecordingError as exc:
+        raise ScenarioError(f"{where}.{exc.key}" if exc.key else where, exc.message) from None
+
+
+def _recorded_values(items: list[Any], where: str, base: Path) -> list[Any]:
+    """Custom/external items whose `value` names a file: the value becomes the
+    Recording (the runner sets the value at each step's time)."""
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and isinstance(item.get("value"), dict):
+            item = {**item, "value": _recording(item["value"], f"{where}[{i}].value", base)}
+        out.append(item)
+    return out
+
+
+def _metrics(v: Any, where: str, base: Path = Path()) -> MetricsSpec:
     m = _map(v, where)
     _known(m, METRICS_KEYS, where)
     parts: dict[str, Any] = {}
     for key in ("pods", "custom", "external"):
         if key in m:
             items = _list(m[key] if m[key] is not None else [], f"{where}.{key}")
+            if key != "pods":
+                items = _recorded_values(items, f"{where}.{key}", base)
             _validate_items(key, items, f"{where}.{key}")
             parts[key] = tuple(items)
     if "unavailable" in m:
@@ -326,7 +350,7 @@ def _metrics(v: Any, where: str) -> MetricsSpec:
 # ------------------------------------------------------------------------ workload
 
 
-def _workload(v: Any) -> tuple[WorkloadSpec, ...]:
+def _workload(v: Any, base: Path = Path()) -> tuple[WorkloadSpec, ...]:
     out: list[WorkloadSpec] = []
     seen: set[tuple[str, str, str]] = set()
     for i, item in enumerate(_list(v, "workload")):
@@ -361,6 +385,10 @@ def _workload(v: Any) -> tuple[WorkloadSpec, ...]:
         demand: dict[str, tuple[DemandPoint, ...]] = {}
         if "demand" in m and m["demand"] is not None:
             for res, curve in _map(m["demand"], f"{where}.demand").items():
+                if isinstance(curve, dict):  # recorded: {file, column?, series?, scale?}
+                    rec = _recording(curve, f"{where}.demand.{res}", base, demand=True)
+                    demand[res] = rec.demand_points()
+                    continue
                 points: list[DemandPoint] = []
                 for j, p in enumerate(_list(curve, f"{where}.demand.{res}")):
                     pw = f"{where}.demand.{res}[{j}]"
@@ -465,7 +493,7 @@ def _deletes(v: Any, where: str) -> tuple[DeleteRef, ...]:
     return tuple(out)
 
 
-def _steps(v: Any) -> tuple[Step, ...]:
+def _steps(v: Any, base: Path = Path()) -> tuple[Step, ...]:
     out: list[Step] = []
     for i, item in enumerate(_list(v, "steps")):
         where = f"steps[{i}]"
@@ -484,7 +512,7 @@ def _steps(v: Any) -> tuple[Step, ...]:
                 after=after,
                 apply=_manifests(m.get("apply"), f"{where}.apply"),
                 delete=_deletes(m.get("delete"), f"{where}.delete"),
-                metrics=_metrics(m["metrics"], f"{where}.metrics")
+                metrics=_metrics(m["metrics"], f"{where}.metrics", base)
                 if m.get("metrics") is not None
                 else None,
                 repeat=repeat,
@@ -509,8 +537,10 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def parse_scenario(data: Any, *, source: str = "") -> Scenario:
-    """Validate a decoded scenario document."""
+def parse_scenario(data: Any, *, source: str = "", base_dir: Path | None = None) -> Scenario:
+    """Validate a decoded scenario document. Recorded series (`{file: ...}`) are read
+    from `base_dir` (default: the current directory)."""
+    base = base_dir if base_dir is not None else Path()
     m = _map(_plain(data), "")
     _known(m, TOP_KEYS, "")
     name = _str(m["name"], "name") if "name" in m else (Path(source).stem if source else "scenario")
@@ -537,9 +567,9 @@ def parse_scenario(data: Any, *, source: str = "") -> Scenario:
         flags=flags,
         config=config,
         objects=_manifests(m.get("objects"), "objects"),
-        metrics=_metrics(m["metrics"], "metrics") if m.get("metrics") is not None else None,
-        workload=_workload(m["workload"]) if m.get("workload") is not None else (),
-        steps=_steps(m["steps"] if m["steps"] is not None else []),
+        metrics=_metrics(m["metrics"], "metrics", base) if m.get("metrics") is not None else None,
+        workload=_workload(m["workload"], base) if m.get("workload") is not None else (),
+        steps=_steps(m["steps"] if m["steps"] is not None else [], base),
         source=source,
         nodes=_nodes(m.get("nodes")),
     )
@@ -565,10 +595,10 @@ def load_scenario(path: str | Path) -> Scenario:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(str(p), exc.strerror or str(exc)) from None
-    return loads_scenario(text, source=str(p))
+    return loads_scenario(text, source=str(p), base_dir=p.parent)
 
 
-def loads_scenario(text: str, *, source: str = "") -> Scenario:
+def loads_scenario(text: str, *, source: str = "", base_dir: Path | None = None) -> Scenario:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -576,4 +606,4 @@ def loads_scenario(text: str, *, source: str = "") -> Scenario:
         where = f"line {mark.line + 1}" if mark is not None else "yaml"
         problem = getattr(exc, "problem", None) or str(exc)
         raise ScenarioError(where, f"invalid YAML: {problem}") from None
-    return parse_scenario(data, source=source)
+    return parse_scenario(data, source=source, base_dir=base_dir)
