@@ -172,6 +172,64 @@ def _broken_pipe() -> int:
     return 0
 
 
+def _run_compare(args: argparse.Namespace) -> int:
+    """`FILE --compare OTHER`: both scenarios run, then the comparison is printed."""
+    from hpactl.simulate.compare import (
+        Variant,
+        check_compare_plot_path,
+        run_variant,
+        write_compare_plot,
+        write_comparison,
+        write_comparison_jsonl,
+    )
+    from hpactl.simulate.plot import PlotError
+    from hpactl.simulate.scenario import ScenarioError, load_scenario
+
+    if args.plot:
+        try:
+            check_compare_plot_path(args.plot)
+        except PlotError as exc:
+            return error(str(exc))
+    if args.file == "-" and args.compare == "-":
+        return error("--compare: only one of the two scenarios can be read from standard input")
+    scenarios = []
+    for path in (args.file, args.compare):
+        try:
+            scenarios.append(load_scenario(path))
+        except ScenarioError as exc:
+            return error(f"{path}: {exc}")
+    quiet_logging(args.verbose)
+    variants = []
+    for label, path, scenario in zip(("A", "B"), (args.file, args.compare), scenarios, strict=True):
+        try:
+            results = asyncio.run(run_variant(scenario))
+        except ScenarioError as exc:
+            return error(f"{path}: {exc}")
+        except KeyboardInterrupt:
+            return 130
+        except Exception as exc:  # the run itself failed: say so in one line, 1
+            return failed(exc, args.verbose)
+        variants.append(Variant(label, str(path), scenario, results))
+    a, b = variants
+    text = io.StringIO()
+    write_comparison(a, b, text)
+    try:
+        if args.output == "jsonl":
+            write_comparison_jsonl(a, b, sys.stdout)
+        else:
+            sys.stdout.write(text.getvalue())
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _broken_pipe()
+    if args.plot:
+        try:
+            write_compare_plot(args.plot, a, b, text=text.getvalue())
+        except OSError as exc:
+            return failed(exc, args.verbose)
+        print(f"plot written to {Path(args.plot)}", file=sys.stderr)
+    return 0
+
+
 def _progress(args: argparse.Namespace, scenario: Scenario) -> StepProgress | None:
     """The progress line, when stderr is a terminal (and the logs are not shown there)."""
     from hpactl.cli.progress import StepProgress, is_terminal
@@ -190,6 +248,8 @@ def _progress(args: argparse.Namespace, scenario: Scenario) -> StepProgress | No
 def _run(args: argparse.Namespace) -> int:
     from hpactl.simulate.scenario import ScenarioError, load_scenario
 
+    if getattr(args, "compare", None):
+        return _run_compare(args)
     if (status := plot_path_error(args.plot)) is not None:
         return status
     try:
@@ -250,6 +310,15 @@ def add_parser(subparsers: Any) -> None:
         "--plot",
         metavar="FILE",
         help="also draw replicas and metrics over time: .svg, .html, or .png (needs matplotlib)",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="OTHER",
+        help=(
+            "also run OTHER (a second scenario, e.g. the same recorded load with another "
+            "HPA spec) and print a comparison: replicas over time, pod-hours, time above "
+            "target, scale events; --plot draws both"
+        ),
     )
     parser.add_argument(
         "--verbose", "-v", action="store_true", help="show the controller's info logs on stderr"
