@@ -242,42 +242,9 @@ def _metric_panels(d: HPAData) -> list[PanelSpec]:
     return out
 
 
-# ---- pods per zone (scenarios with `nodes`) ------------------------------------
-
-
-def _zone_panels(d: HPAData) -> list[PanelSpec]:
-    """The target's scheduled pods per zone, its Pending pods, and the skew per
-    topology key of its spread constraints; nothing when the scenario has no nodes."""
-    zones: dict[str, Points] = {}
-    pending: Points = []
-    skews: dict[str, Points] = {}
-    for t, r in d.steps:
-        target = r.targets.get(d.target) or {}
-        if "pods" not in target:
-            continue
-        for zone, n in (r.zones.get(d.target) or {}).items():
-            zones.setdefault(zone, []).append((t, float(n)))
-        pending.append((t, float(target["pods"].get("Pending", 0))))
-        for key, v in (target.get("skew") or {}).items():
-            skews.setdefault(key, []).append((t, float(v)))
-    if not pending:
-        return []
-    lines = [
-        Line(f"zone {z}", PALETTE[i % len(PALETTE)], pts)
-        for i, (z, pts) in enumerate(zones.items())
-    ]
-    if any(v for _, v in pending):
-        lines.append(Line("Pending", COLORS["bounds"], pending, dash="4,3"))
-    for key, pts in skews.items():
-        short = key.rpartition("/")[2]
-        lines.append(Line(f"skew ({short})", "#111111", pts, dash="1,3", width=1.5))
-    return [PanelSpec(f"{d.target}: pods per zone", lines, integer=True)]
-
-
 # The panels of one HPA, top to bottom: each function returns zero or more panels.
 PANELS: list[Callable[[HPAData], list[PanelSpec]]] = [
     _replicas_panel,
-    _zone_panels,
     _demand_panels,
     _metric_panels,
 ]
@@ -551,6 +518,7 @@ def _write_png(results: Sequence[StepResult], path: Path, start: datetime, title
         matplotlib: Any = importlib.import_module("matplotlib")
         matplotlib.use("Agg")
         plt: Any = importlib.import_module("matplotlib.pyplot")
+        transforms: Any = importlib.import_module("matplotlib.transforms")
     except ImportError as exc:  # checked earlier; a broken install still lands here
         raise PlotError(f"--plot {path}: matplotlib is not usable: {exc}") from None
     specs = [spec for d in _collect(results, start) for spec in hpa_panels(d)]
@@ -577,6 +545,10 @@ def _write_png(results: Sequence[StepResult], path: Path, start: datetime, title
             ms = [m for m in spec.markers if m.up == up]
             if ms:
                 label = "scale up" if up else "scale down"
+                # Beside the new count (7 points above or below), as in the SVG.
+                shifted = transforms.offset_copy(
+                    ax.transData, fig=fig, y=7 if up else -7, units="points"
+                )
                 ax.scatter(
                     [m.t / div for m in ms],
                     [m.value for m in ms],
@@ -585,12 +557,22 @@ def _write_png(results: Sequence[StepResult], path: Path, start: datetime, title
                     s=24,
                     zorder=5,
                     label=label,
+                    transform=shifted,
                 )
         if spec.integer:
             ax.yaxis.get_major_locator().set_params(integer=True)
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(0, _vmax(spec.lines, spec.markers))
         ax.set_title(spec.title, fontsize=10, loc="left")
-        ax.legend(loc="upper right", fontsize=8)
+        # Above the panel, right-aligned (the title is on the left): never over a line.
+        n_items = sum(ln.legend for ln in spec.lines) + len({m.up for m in spec.markers})
+        ax.legend(
+            loc="lower right",
+            bbox_to_anchor=(1.0, 1.0),
+            ncol=max(1, n_items),
+            fontsize=8,
+            frameon=False,
+            borderaxespad=0.2,
+        )
     axes[-1][0].set_xlabel(f"{unit} since start")
     if title:
         fig.suptitle(title)

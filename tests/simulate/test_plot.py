@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +130,19 @@ def test_demand_of_another_target_is_not_drawn() -> None:
     # Demand for another target is not drawn under this HPA.
     results = [replace(r, demand={"Deployment/default/other": {"cpu": 1.0}}) for r in RESULTS]
     assert not plot._demand_panels(collected(results))
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_png_draws_the_same_panels(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    plain, with_d = tmp_path / "a.png", tmp_path / "b.png"
+    plot.write_plot(plain, RESULTS, start=START, title="t")
+    plot.write_plot(with_d, with_demand(RESULTS), start=START, title="t")
+    (w1, h1), (w2, h2) = png_size(plain.read_bytes()), png_size(with_d.read_bytes())
+    # One panel per PanelSpec, 2.6 inches at 100 dpi each: the demand adds one.
+    assert w1 == w2 == 1000
+    assert (h1, h2) == (3 * 260, 4 * 260)
