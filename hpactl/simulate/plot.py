@@ -242,9 +242,42 @@ def _metric_panels(d: HPAData) -> list[PanelSpec]:
     return out
 
 
+# ---- pods per zone (scenarios with `nodes`) ------------------------------------
+
+
+def _zone_panels(d: HPAData) -> list[PanelSpec]:
+    """The target's scheduled pods per zone, its Pending pods, and the skew per
+    topology key of its spread constraints; nothing when the scenario has no nodes."""
+    zones: dict[str, Points] = {}
+    pending: Points = []
+    skews: dict[str, Points] = {}
+    for t, r in d.steps:
+        target = r.targets.get(d.target) or {}
+        if "pods" not in target:
+            continue
+        for zone, n in (r.zones.get(d.target) or {}).items():
+            zones.setdefault(zone, []).append((t, float(n)))
+        pending.append((t, float(target["pods"].get("Pending", 0))))
+        for key, v in (target.get("skew") or {}).items():
+            skews.setdefault(key, []).append((t, float(v)))
+    if not pending:
+        return []
+    lines = [
+        Line(f"zone {z}", PALETTE[i % len(PALETTE)], pts)
+        for i, (z, pts) in enumerate(zones.items())
+    ]
+    if any(v for _, v in pending):
+        lines.append(Line("Pending", COLORS["bounds"], pending, dash="4,3"))
+    for key, pts in skews.items():
+        short = key.rpartition("/")[2]
+        lines.append(Line(f"skew ({short})", "#111111", pts, dash="1,3", width=1.5))
+    return [PanelSpec(f"{d.target}: pods per zone", lines, integer=True)]
+
+
 # The panels of one HPA, top to bottom: each function returns zero or more panels.
 PANELS: list[Callable[[HPAData], list[PanelSpec]]] = [
     _replicas_panel,
+    _zone_panels,
     _demand_panels,
     _metric_panels,
 ]
