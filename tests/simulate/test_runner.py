@@ -262,6 +262,31 @@ async def test_apply_without_status_keeps_the_status_and_with_status_sets_it() -
     assert stored["status"]["conditions"] == [{"type": "Ready", "status": "False"}]
 
 
+async def test_apply_of_a_spec_edit_keeps_the_stabilization_history() -> None:
+    """An HPA edited midway is the same HPA: the scale-down stabilization window keeps
+    the high recommendation made before the edit (a re-created HPA would start with an
+    empty history and scale down at once)."""
+    pods = [pod(f"web-{i}") for i in range(4)]
+    busy = [pod_metrics(f"web-{i}", "500m") for i in range(4)]  # 100% of 500m: wants 8
+    idle = [pod_metrics(f"web-{i}", "25m") for i in range(4)]  # 5%: wants 1
+    doc = {
+        "objects": [deployment("web", 4), *pods, hpa("web", [cpu_metric(50)], max_replicas=8)],
+        "metrics": {"pods": busy},
+        "steps": [
+            {},
+            {"after": "1m", "metrics": {"pods": idle}},
+            # A spec edit (maxReplicas), idle load, well inside the 5 min window.
+            {"after": "1m", "apply": [hpa("web", [cpu_metric(50)], max_replicas=9)]},
+        ],
+    }
+    r0, r1, r2 = await run(doc)
+    assert r0.targets["Deployment/default/web"]["replicas"] == 8
+    assert r1.targets["Deployment/default/web"]["replicas"] == 8  # held by the window
+    assert r2.hpas["default/web"]["desiredReplicas"] == 8  # still held after the edit
+    assert r2.targets["Deployment/default/web"]["replicas"] == 8
+    assert r2.hpas["default/web"]["lastScaleTime"] == r0.hpas["default/web"]["lastScaleTime"]
+
+
 async def test_one_sync_per_hpa_per_step_and_none_between() -> None:
     doc = {
         "objects": [
