@@ -263,6 +263,10 @@ async def _serve(
         if elector is not None and elector.leader_identity == "":
             log.info("hpactl.lease_released", identity=identity)
     if pending_stops:
+        # A stand-by after a lost lease waits for a relist that an unreachable API
+        # server may never give: shutting down must not wait for it.
+        for t in pending_stops:
+            t.cancel()
         await asyncio.gather(*pending_stops, return_exceptions=True)
     metrics.leader.set(0)
     stopper.cancel()

@@ -475,3 +475,25 @@ async def test_a_paused_leader_writes_nothing_once_it_resumes_without_the_lease(
             await asyncio.sleep(0.05)
         assert await a.readyz() == 200
         assert via_b.writes(), "B, the leader, did write"
+
+
+async def test_sigterm_after_losing_the_lease_to_an_unreachable_api_server_exits(
+    spawn: Callable[..., Any],
+) -> None:
+    """Losing the lease because the API server went away leaves hpactl waiting for a
+    relist that cannot come; SIGTERM must still end it, promptly and cleanly."""
+    emu = Emulator()
+    await emu.start()
+    try:
+        names = workload(emu, "web", 2, _now())
+        emu.metrics.set_pod_metrics(pod_metrics(names, "50m", _now()))
+        emu.store.create(hpa("web", "web", max_replicas=4))
+        proc: Proc = await spawn(_args(emu, *_fast_lease("hpactl-gone")))
+        await wait_until(lambda: proc.logged("hpactl.leading") is not None, 30, proc, "lead")
+    finally:
+        await emu.stop()  # the API server goes away: renewals fail
+    await wait_until(
+        lambda: proc.logged("hpactl.stopped_leading") is not None, 30, proc, "lease lost"
+    )
+    assert await proc.stop(timeout=20) == 0
+    assert proc.logged("hpactl.stopped") is not None
