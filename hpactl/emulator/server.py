@@ -18,7 +18,7 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from hpactl.emulator import errors, patch, rbac, tables
+from hpactl.emulator import errors, patch, rbac, reviews, tables
 from hpactl.emulator.convert import from_storage, to_storage
 from hpactl.emulator.filters import (
     FieldSelector,
@@ -44,9 +44,6 @@ from hpactl.model.selectors import selector_from_label_selector
 Obj = dict[str, Any]
 
 JSON = "application/json"
-# The audience the emulator's tokens are issued for (kube-apiserver's default
-# --api-audiences: its service account issuer).
-API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 PATCH_TYPES = (
     "application/json-patch+json",
     "application/merge-patch+json",
@@ -504,113 +501,21 @@ class ApiServer:
             return await self._delete_collection(request, rt, ns if attrs.namespace else None)
         raise errors.method_not_allowed()
 
-    # ---- access reviews (kubectl auth can-i) ---------------------------------------------
+    # ---- review APIs (hpactl.emulator.reviews) -------------------------------------------
 
     async def _access_review(self, request: web.Request, attrs: RequestAttributes) -> web.Response:
         if attrs.resource != "selfsubjectaccessreviews" or attrs.name or attrs.namespace:
             raise errors.path_not_found()
-        body = await self._body(request)
-        if not isinstance(body, dict):
-            raise errors.bad_request("the body of the request must be a JSON object")
-        spec = body.get("spec") or {}
-        res = spec.get("resourceAttributes")
-        non_res = spec.get("nonResourceAttributes")
-        if (res is None) == (non_res is None):
-            raise errors.invalid(
-                "SelfSubjectAccessReview",
-                "authorization.k8s.io",
-                "",
-                [
-                    (
-                        "spec.resourceAttributes",
-                        "FieldValueRequired",
-                        "Required value: exactly one of nonResourceAttributes or "
-                        "resourceAttributes must be specified",
-                    )
-                ],
-            )
+        spec = reviews.review_spec(await self._body(request), check_namespace=False)
         user, groups = request.get(_USER_KEY, ("system:admin", ["system:masters"]))
-        authz = self.hooks.authorizer
-        allowed = True
-        if authz is not None and "system:masters" not in groups:
-            if res is not None:
-                allowed = bool(
-                    authz.authorize(
-                        user,
-                        groups,
-                        str(res.get("verb", "")),
-                        str(res.get("group", "")),
-                        str(res.get("resource", "")),
-                        str(res.get("subresource", "")),
-                        str(res.get("namespace", "")),
-                        str(res.get("name", "")),
-                    )
-                )
-            elif isinstance(non_res, dict):
-                allowed = bool(
-                    authz.authorize_path(
-                        user, groups, str(non_res.get("verb", "")), str(non_res.get("path", ""))
-                    )
-                )
-        out = {
-            "kind": "SelfSubjectAccessReview",
-            "apiVersion": "authorization.k8s.io/v1",
-            "metadata": {"creationTimestamp": None},
-            "spec": spec,
-            "status": {"allowed": allowed} if allowed else {"allowed": False},
-        }
+        out = reviews.self_subject_access_review(spec, user, groups, self.hooks.authorizer)
         return json_response(out, 201)
 
-    # ---- delegated authentication and authorization ----------------------------------------
-
-    async def _review_body(self, request: web.Request, attrs: RequestAttributes) -> Obj:
-        if attrs.name or attrs.namespace:
-            raise errors.path_not_found()
-        body = await self._body(request)
-        if not isinstance(body, dict):
-            raise errors.bad_request("the body of the request must be a JSON object")
-        namespace = (body.get("metadata") or {}).get("namespace")
-        if namespace:
-            raise errors.bad_request(f"namespace is not allowed on this type: {namespace}")
-        spec = body.get("spec")
-        return spec if isinstance(spec, dict) else {}
-
     async def _token_review(self, request: web.Request, attrs: RequestAttributes) -> web.Response:
-        """TokenReview: who a bearer token authenticates as (authentication.k8s.io/v1)."""
-        if attrs.resource != "tokenreviews":
+        if attrs.resource != "tokenreviews" or attrs.name or attrs.namespace:
             raise errors.path_not_found()
-        spec = await self._review_body(request, attrs)
-        token = spec.get("token")
-        if not isinstance(token, str) or not token:
-            raise errors.bad_request("token is required for TokenReview in authentication")
-        wanted = [str(a) for a in spec.get("audiences") or ()]
-        # The token store is the one the authentication middleware uses; without
-        # authentication configured nothing authenticates (as an apiserver without
-        # token authenticators answers).
-        tokens = self.hooks.tokens
-        who = tokens.get(token) if tokens is not None else None
-        status: Obj = {"user": {}}
-        if who is not None:
-            if wanted and API_AUDIENCE not in wanted:
-                status["error"] = (
-                    f'[invalid bearer token, token audiences ["{API_AUDIENCE}"] is invalid '
-                    f"for the target audiences {json.dumps(wanted)}]"
-                )
-            else:
-                user, groups = who
-                info: Obj = {"username": user}
-                uid = self._service_account_uid(user)
-                if uid:
-                    info["uid"] = uid
-                info["groups"] = list(groups)
-                status = {"authenticated": True, "user": info, "audiences": [API_AUDIENCE]}
-        out = {
-            "kind": "TokenReview",
-            "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {"creationTimestamp": None},
-            "spec": spec,
-            "status": status,
-        }
+        spec = reviews.review_spec(await self._body(request))
+        out = reviews.token_review(spec, self.hooks.tokens, self._service_account_uid)
         return json_response(out, 201)
 
     def _service_account_uid(self, user: str) -> str:
@@ -623,92 +528,10 @@ class ApiServer:
     async def _subject_access_review(
         self, request: web.Request, attrs: RequestAttributes
     ) -> web.Response:
-        """SubjectAccessReview: may the given user do this (authorization.k8s.io/v1)?"""
-        spec = await self._review_body(request, attrs)
-        res = spec.get("resourceAttributes")
-        non_res = spec.get("nonResourceAttributes")
-        user = str(spec.get("user") or "")
-        groups = [str(g) for g in spec.get("groups") or ()]
-        causes: list[tuple[str, str, str]] = []
-        if res is not None and non_res is not None:
-            causes.append(
-                (
-                    "spec.nonResourceAttributes",
-                    "FieldValueInvalid",
-                    'Invalid value: "object": cannot be specified in combination with '
-                    "resourceAttributes",
-                )
-            )
-        elif res is None and non_res is None:
-            causes.append(
-                (
-                    "spec.resourceAttributes",
-                    "FieldValueInvalid",
-                    'Invalid value: "null": exactly one of nonResourceAttributes or '
-                    "resourceAttributes must be specified",
-                )
-            )
-        if not user and not groups:
-            causes.append(
-                (
-                    "spec.user",
-                    "FieldValueInvalid",
-                    'Invalid value: "": at least one of user or group must be specified',
-                )
-            )
-        if causes:
-            raise errors.invalid("SubjectAccessReview", "authorization.k8s.io", "", causes)
-        if isinstance(res, dict):
-            wanted = RequestAttributes(
-                resource_request=True,
-                verb=str(res.get("verb", "")),
-                path="",
-                api_group=str(res.get("group", "")),
-                api_version=str(res.get("version", "")),
-                resource=str(res.get("resource", "")),
-                subresource=str(res.get("subresource", "")),
-                namespace=str(res.get("namespace", "")),
-                name=str(res.get("name", "")),
-            )
-        elif isinstance(non_res, dict):
-            wanted = RequestAttributes(
-                resource_request=False,
-                verb=str(non_res.get("verb", "")),
-                path=str(non_res.get("path", "")),
-            )
-        else:
-            raise errors.bad_request("the attributes of a SubjectAccessReview must be objects")
-        authz = self.hooks.authorizer
-        allowed, reason = True, ""
-        if authz is not None:
-            check = getattr(authz, "check", None)
-            if check is not None:
-                allowed, reason = check(user, groups, wanted)
-            elif wanted.resource_request:
-                allowed = bool(
-                    authz.authorize(
-                        user,
-                        groups,
-                        wanted.verb,
-                        wanted.api_group,
-                        wanted.resource,
-                        wanted.subresource,
-                        wanted.namespace,
-                        wanted.name,
-                    )
-                )
-            else:
-                allowed = bool(authz.authorize_path(user, groups, wanted.verb, wanted.path))
-        status: Obj = {"allowed": bool(allowed)}
-        if reason:
-            status["reason"] = reason
-        out = {
-            "kind": "SubjectAccessReview",
-            "apiVersion": "authorization.k8s.io/v1",
-            "metadata": {"creationTimestamp": None},
-            "spec": spec,
-            "status": status,
-        }
+        if attrs.name or attrs.namespace:
+            raise errors.path_not_found()
+        spec = reviews.review_spec(await self._body(request))
+        out = reviews.subject_access_review(spec, self.hooks.authorizer)
         return json_response(out, 201)
 
     # ---- serialization ------------------------------------------------------------------
