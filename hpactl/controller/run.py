@@ -45,6 +45,7 @@ from hpactl.config import ControllerConfig
 from hpactl.controller.app import ControllerApp
 from hpactl.controller.serving import debug_endpoints, readiness, secure_serving
 from hpactl.kube.leader import LeaderElector, default_identity
+from hpactl.kube.session import check_server_certificate
 from hpactl.obs.logging import configure_logging
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.server import ObservabilityServer
@@ -95,6 +96,11 @@ async def _main(config: ControllerConfig) -> int:
     state = {"leader": "starting"}
     server: ObservabilityServer | None = None
     try:
+        # A certificate that does not verify is a configuration error, not an outage:
+        # fail at once (one line, exit 1) rather than retry for ever.
+        await check_server_certificate(
+            kubeconfig=config.client.kubeconfig, master=config.client.master
+        )
         async with ControllerApp(
             config,
             clock=clock,

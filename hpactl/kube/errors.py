@@ -77,6 +77,11 @@ class TransportError(KubeError):
     """No HTTP response at all."""
 
 
+class CertificateError(TransportError):
+    """The server's TLS certificate did not verify against the kubeconfig's CA (never
+    retried without verification: only the kubeconfig may turn verification off)."""
+
+
 class RequestTimeout(TransportError):
     """The client-side deadline passed before a (complete) response."""
 

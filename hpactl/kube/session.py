@@ -90,7 +90,13 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from hpactl import __version__
-from hpactl.kube.errors import NotLeader, RequestTimeout, TransportError
+from hpactl.kube.errors import (
+    CertificateError,
+    KubeError,
+    NotLeader,
+    RequestTimeout,
+    TransportError,
+)
 from hpactl.kube.paths import RequestInfo, parse_path
 
 __all__ = [
@@ -264,6 +270,13 @@ def _transport_error(method: str, url: str, exc: BaseException) -> TransportErro
     op = method[:1].upper() + method[1:].lower()
     if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
         return RequestTimeout(f'{op} "{url}": context deadline exceeded')
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        reason = getattr(exc.certificate_error, "verify_message", "") or str(exc.certificate_error)
+        return CertificateError(
+            f'{op} "{url}": tls: failed to verify certificate: {reason}; give the '
+            "certificate-authority or certificate-authority-data of the cluster in the "
+            "kubeconfig"
+        )
     if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(
         exc.os_error, ConnectionRefusedError
     ):
@@ -579,3 +592,27 @@ class KubeSession:
             yield StreamResponse(resp, "GET", info)
         finally:
             resp.close()
+
+
+async def check_server_certificate(
+    *,
+    kubeconfig: str | None,
+    master: str | None,
+    context: str | None = None,
+    timeout: float = 5.0,
+) -> None:
+    """One GET /version: raise CertificateError when the server's certificate does not
+    verify (a kubeconfig without the cluster's CA). Any other failure (a server not up
+    yet, a 401) is left to the caller's own requests and their retries."""
+    session = KubeSession(
+        kubeconfig=kubeconfig, master=master, context=context, request_timeout=timeout
+    )
+    await session.open()
+    try:
+        await session.send("GET", "/version", timeout=timeout)
+    except CertificateError:
+        raise
+    except (KubeError, OSError, ValueError):
+        return
+    finally:
+        await session.close()
