@@ -539,3 +539,30 @@ async def test_hpactl_fails_without_any_single_rule(
             assert await http_status(url) not in (0, 200), "/readyz reports ready"
         code = await proc.terminate()
     assert code == 0, proc.output()
+
+
+# A 403 anywhere in the output: a status code, a Status reason or message, an event.
+FORBIDDEN = re.compile(r"\b403\b|forbidden", re.IGNORECASE)
+
+
+@needs_kubectl
+async def test_a_normal_run_under_the_manifests_rbac_logs_no_403(cluster: Cluster) -> None:
+    """At the most verbose level (-v=10: every retry, every list), a run that leads,
+    scales, writes status and events and serves a scrape meets no 403 at all."""
+    emu = cluster.emu
+    await _apply_rbac(cluster)
+    seed_cluster(emu)
+    scraper = _scraper_token(cluster)
+    argv = hpactl_argv() + run_flags(_service_account_kubeconfig(cluster), leader_elect=True)
+    async with HpactlProcess([*argv, "--metrics-secure", "-v=10"]) as proc:
+        assert await poll(lambda: not unmet(emu), 30), f"unmet: {unmet(emu)}\n{proc.output()}"
+        serving = await proc.wait_for_record("hpactl.serving", 5)
+        code, text = await _scrape(serving["metrics_port"], scraper)
+        assert code == 200, text
+        await poll(lambda: False, 2.5)  # a few more syncs and lease renewals
+        assert await proc.terminate() == 0, proc.output()
+    assert any('"level": "debug"' in line for line in proc.lines), "not at debug level"
+    found = [line for line in proc.lines if FORBIDDEN.search(line)]
+    assert found == [], "\n".join(found)
+    messages = _messages(emu)
+    assert [m for m in messages["event"] + messages["condition"] if FORBIDDEN.search(m)] == []

@@ -316,3 +316,24 @@ async def test_shadow_fails_visibly_without_any_single_rule(
             assert await http_status(url) not in (0, 200), "/readyz reports ready"
         assert await proc.terminate() == 0, proc.output()
         assert proxy.writes(leases=True) == []
+
+
+@needs_kubectl
+async def test_shadow_run_under_its_rbac_logs_no_403(cluster: Cluster) -> None:
+    """At -v=10, a shadow run that decides for every HPA meets no 403 at all."""
+    emu = cluster.emu
+    await _apply(cluster)
+    seed_cluster(emu)
+    forbidden = re.compile(r"\b403\b|forbidden", re.IGNORECASE)
+    async with (
+        RecordingProxy(emu.url, ssl=emu.client_ssl_context()) as proxy,
+        HpactlProcess([*_shadow_argv(cluster, proxy), "-v=10"]) as proc,
+    ):
+        want = {"web": 4, "worker": 3, "front": 3}
+        done = await poll(lambda: all(_synced(proc).get(k) == v for k, v in want.items()), 30)
+        assert done, f"{_synced(proc)}\n{proc.output()}"
+        await poll(lambda: False, 2.5)  # a few more syncs
+        assert await proc.terminate() == 0, proc.output()
+    assert any('"level": "debug"' in line for line in proc.lines), "not at debug level"
+    found = [line for line in proc.lines if forbidden.search(line)]
+    assert found == [], "\n".join(found)
