@@ -435,4 +435,14 @@ async def test_secure_metrics_server_serves_only_its_routes(tmp_path: Path) -> N
             assert set(codes.values()) == {404}, codes
             codes = await _probe_all(port, paths, tls=True)
             assert set(codes.values()) == {401}, codes
+        # A prefix in --authorization-always-allow-paths lets no other route through.
+        argv.append("--authorization-always-allow-paths=/healthz,/livez,/readyz*")
+        async with HpactlProcess(argv) as proc:
+            serving = await proc.wait_for_record("hpactl.serving", 30)
+            port = serving["metrics_port"]
+            assert (await _get(port, "/readyz/informer-caches", tls=True))[0] == 200
+            sneaky = ["/readyz/../metrics", "/readyz/%2e%2e/metrics", "/readyz/..%2fmetrics"]
+            codes = await _probe_all(port, sneaky, tls=True)
+            assert set(codes.values()) == {404}, codes
+            assert (await _get(port, "/metrics", tls=True))[0] == 401
             assert await proc.terminate() == 0, proc.output()
