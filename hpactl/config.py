@@ -859,6 +859,8 @@ def read_config_file(path: str) -> dict[str, Any]:
         document = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: {_yaml_error_line(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
     return config_from_document(document, path)
 
 

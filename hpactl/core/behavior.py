@@ -108,8 +108,10 @@ def stabilize_recommendation(
 
 
 def calculate_scale_up_limit(current_replicas: int) -> int:
-    """``horizontal.go: calculateScaleUpLimit`` — ``int32(max(2*current, 4))``."""
-    return _int32(max(SCALE_UP_LIMIT_FACTOR * float(current_replicas), SCALE_UP_LIMIT_MINIMUM))
+    """``horizontal.go: calculateScaleUpLimit`` — ``int32(max(2*current, 4))``, saturated
+    at MaxInt32 where Go's conversion overflows to MinInt32 (a negative limit would
+    become a negative scale write for a target at more than 2^30 replicas)."""
+    return _sat32(max(SCALE_UP_LIMIT_FACTOR * float(current_replicas), SCALE_UP_LIMIT_MINIMUM))
 
 
 def convert_desired_replicas_with_rules(
@@ -196,6 +198,14 @@ def _int32(x: float) -> int:
     return int(x)
 
 
+def _sat32(x: float) -> int:
+    """``int32(f)`` truncated toward zero, clamped to the int32 range (unlike Go's
+    conversion, which overflows): used for scale-up limits, which must not wrap."""
+    if math.isnan(x):
+        return MIN_INT32
+    return int(min(max(x, MIN_INT32), MAX_INT32))
+
+
 def _wrap32(x: int) -> int:
     """Go int32 addition overflow (two's complement wrap-around)."""
     return (x + 2**31) % 2**32 - 2**31
@@ -204,7 +214,8 @@ def _wrap32(x: int) -> int:
 def calculate_scale_up_limit_with_scaling_rules(
     current_replicas: int, history: History, rules: ScalingRules, now: datetime
 ) -> int:
-    """``horizontal.go: calculateScaleUpLimitWithScalingRules``."""
+    """``horizontal.go: calculateScaleUpLimitWithScalingRules``; a proposal past MaxInt32
+    is MaxInt32 (upstream's int32 arithmetic wraps it negative)."""
     if rules.select_policy == SELECT_DISABLED:
         return current_replicas
     if rules.select_policy == SELECT_MIN:
@@ -218,10 +229,10 @@ def calculate_scale_up_limit_with_scaling_rules(
         )
         period_start = _wrap32(current_replicas - added + deleted)
         if policy.type == PODS_POLICY:
-            proposed = _wrap32(period_start + policy.value)
+            proposed = _sat32(period_start + policy.value)
         elif policy.type == PERCENT_POLICY:
             # Rounded up so a small target still grows (upstream comment); float64.
-            proposed = _int32(math.ceil(float(period_start) * (1 + float(policy.value) / 100)))
+            proposed = _sat32(math.ceil(float(period_start) * (1 + float(policy.value) / 100)))
         else:
             continue  # unknown types are rejected by validation; upstream would reuse 0
         result = pick(result, proposed)

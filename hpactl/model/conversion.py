@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from hpactl.model.quantity import parse_quantity
@@ -641,6 +641,21 @@ def _load_list(text: str | None) -> list[Any] | None:
     return value if isinstance(value, list) and all(isinstance(x, dict) for x in value) else None
 
 
+def _convert_list(
+    text: str | None, convert: Callable[[Mapping[str, Any]], Obj]
+) -> list[Obj] | None:
+    """An annotation list converted item by item; ``None`` (ignored, as upstream ignores an
+    annotation that does not unmarshal) when any item has the wrong shape or a quantity that
+    does not parse."""
+    items = _load_list(text)
+    if items is None:
+        return None
+    try:
+        return [convert(x) for x in items]
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
 def hpa_v1_to_v2(obj: Mapping[str, Any]) -> Obj:
     """An autoscaling/v1 HPA (annotations included) converted to autoscaling/v2."""
     spec: Mapping[str, Any] = obj.get("spec") or {}
@@ -658,9 +673,9 @@ def hpa_v1_to_v2(obj: Mapping[str, Any]) -> Obj:
                 "target": {"type": "Utilization", "averageUtilization": cpu_target},
             },
         }
-    other = _load_list(annotations.get(METRICS_ANNOTATION))
+    other = _convert_list(annotations.get(METRICS_ANNOTATION), _spec_v1_to_v2)
     if other is not None:
-        metrics = [_spec_v1_to_v2(m) for m in other]
+        metrics = other
     if cpu_metric is not None:
         metrics.append(cpu_metric)
     if not metrics:
@@ -688,14 +703,14 @@ def hpa_v1_to_v2(obj: Mapping[str, Any]) -> Obj:
                 },
             }
         ]
-    annotated = _load_list(annotations.get(CURRENT_METRICS_ANNOTATION))
+    annotated = _convert_list(annotations.get(CURRENT_METRICS_ANNOTATION), _status_v1_to_v2)
     if annotated is not None:
-        current = [_status_v1_to_v2(m) for m in annotated]
+        current = annotated
 
     conditions: list[Obj] = []
-    annotated_conditions = _load_list(annotations.get(CONDITIONS_ANNOTATION))
+    annotated_conditions = _convert_list(annotations.get(CONDITIONS_ANNOTATION), _condition)
     if annotated_conditions is not None:
-        conditions = [_condition(c) for c in annotated_conditions]
+        conditions = annotated_conditions
 
     behavior: Obj | None = None
     if BEHAVIOR_ANNOTATION in annotations:

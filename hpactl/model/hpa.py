@@ -14,6 +14,7 @@ Go types: ``k8s.io/api/autoscaling/v2/types.go``; defaults:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -503,11 +504,23 @@ def _target(raw: object, where: str) -> MetricTarget:
     m = _map(raw, where)
     vq = _opt_quantity(m, "value", where)
     avq = _opt_quantity(m, "averageValue", where)
+    # The API server's validation (validateMetricTarget), for objects that bypassed it: a
+    # target of zero or less would scale on an infinite or negative usage ratio.
+    for key, q in (("value", vq), ("averageValue", avq)):
+        if q is not None and q.sign() != 1:
+            raise InvalidHPA(
+                f"{where}.{key}: Invalid value: {json.dumps(m[key])}: must be positive"
+            )
+    util = _opt_int(m, "averageUtilization", where)
+    if util is not None and util < 1:
+        raise InvalidHPA(
+            f"{where}.averageUtilization: Invalid value: {util}: must be greater than 0"
+        )
     return MetricTarget(
         type=_str(m, "type", where),
         value_milli=None if vq is None else vq.milli_value(),
         average_value_milli=None if avq is None else avq.milli_value(),
-        average_utilization=_opt_int(m, "averageUtilization", where),
+        average_utilization=util,
     )
 
 
@@ -762,6 +775,19 @@ def hpa_from_raw(raw: Mapping[str, Any]) -> HPA:
     spec = _map(top.get("spec"), "spec")
     metrics_raw = _list(spec, "metrics", "spec")
     metrics = tuple(_metric_spec(x, f"spec.metrics[{i}]") for i, x in enumerate(metrics_raw or ()))
+    min_replicas = _opt_int(spec, "minReplicas", "spec")
+    max_replicas = _int(spec, "maxReplicas", "spec")
+    # What the API server's validation rejects and the controller cannot honour: replica
+    # bounds outside int32 (Go's decoder fails on them) and min > max (the target would
+    # flap between the two bounds, one each sync).
+    for key, v in (("minReplicas", min_replicas), ("maxReplicas", max_replicas)):
+        if v is not None and not -(2**31) <= v < 2**31:
+            raise InvalidHPA(f"spec.{key}: Invalid value: {v}: out of range for int32")
+    if min_replicas is not None and max_replicas < min_replicas:
+        raise InvalidHPA(
+            f"spec.maxReplicas: Invalid value: {max_replicas}: "
+            "must be greater than or equal to `minReplicas`"
+        )
     return HPA(
         namespace=_str(meta, "namespace", "metadata"),
         name=_str(meta, "name", "metadata", required=True),
@@ -770,8 +796,8 @@ def hpa_from_raw(raw: Mapping[str, Any]) -> HPA:
         resource_version=_str(meta, "resourceVersion", "metadata"),
         spec=HPASpec(
             scale_target_ref=_object_ref(spec.get("scaleTargetRef"), "spec.scaleTargetRef"),
-            min_replicas=_opt_int(spec, "minReplicas", "spec"),
-            max_replicas=_int(spec, "maxReplicas", "spec"),
+            min_replicas=min_replicas,
+            max_replicas=max_replicas,
             metrics=metrics or _DEFAULT_METRICS,
             behavior=_behavior(spec.get("behavior"), "spec.behavior"),
         ),

@@ -595,7 +595,30 @@ def load_scenario(path: str | Path) -> Scenario:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError(str(p), exc.strerror or str(exc)) from None
+    except UnicodeDecodeError:
+        raise ScenarioError(str(p), "not UTF-8 text") from None
     return loads_scenario(text, source=str(p), base_dir=p.parent)
+
+
+# Values a document may hold once its aliases are expanded: far above any real scenario,
+# far below what a "billion laughs" document expands to (it exhausted memory before).
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def _check_aliasing(data: Any) -> None:
+    """Count the values of ``data`` as a traversal would see them (a shared, aliased
+    node once per reference) and refuse a document past MAX_EXPANDED_VALUES."""
+    seen = 0
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        seen += 1
+        if seen > MAX_EXPANDED_VALUES:
+            raise ScenarioError("yaml", "invalid YAML: document contains excessive aliasing")
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
 
 
 def loads_scenario(text: str, *, source: str = "", base_dir: Path | None = None) -> Scenario:
@@ -604,6 +627,9 @@ def loads_scenario(text: str, *, source: str = "", base_dir: Path | None = None)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "yaml"
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ScenarioError(where, f"invalid YAML: {problem}") from None
+    except RecursionError:
+        raise ScenarioError("yaml", "invalid YAML: nested too deeply") from None
+    _check_aliasing(data)
     return parse_scenario(data, source=source, base_dir=base_dir)
