@@ -213,6 +213,8 @@ class Emulator:
         return ssl.create_default_context(cadata=self._cert.ca_pem.decode())
 
     async def start(self) -> None:
+        """Serve; after `stop()`, on the same port again (an API server restart)."""
+        self.server._stopping.clear()
         app = self.server.make_app()
         self._runner = web.AppRunner(
             app, handle_signals=False, access_log=None, shutdown_timeout=1.0
@@ -220,7 +222,7 @@ class Emulator:
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self._requested_port))
+        sock.bind((self.host, self.port or self._requested_port))
         self.port = sock.getsockname()[1]
         self.server.address = f"{self.host}:{self.port}"
         ssl_context = None
