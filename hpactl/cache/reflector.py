@@ -57,7 +57,14 @@ import structlog
 
 from hpactl.cache.store import ProjectionError, Store, object_key, raw_identity
 from hpactl.clock import Clock, RealClock
-from hpactl.kube.errors import ApiError, Gone, KubeError, RequestTimeout, error_from_status
+from hpactl.kube.errors import (
+    ApiError,
+    Gone,
+    KubeError,
+    RequestTimeout,
+    TransportError,
+    error_from_status,
+)
 
 __all__ = [
     "Backoff",
@@ -263,6 +270,14 @@ class Reflector(Generic[T]):
         return self.lists_started + 1
 
     def _ok(self) -> None:
+        if self.failing_since is not None:
+            # One line when a failing streak ends (its start is the one `cache.retry`
+            # warning; the retries in between log at debug).
+            _log.info(
+                "cache.recovered",
+                informer=self.name,
+                failed_for=round(self._clock.monotonic() - self.failing_since, 3),
+            )
         self.failing_since = None
 
     def _fail(self, exc: BaseException) -> None:
@@ -324,12 +339,21 @@ class Reflector(Generic[T]):
                     need_list = True
                     list_rv = ""
                     continue
+                first = self.failing_since is None
                 self._fail(exc)
+                if isinstance(exc, (TransportError, OSError)):
+                    # No answer at all: the server that answers next may be another
+                    # one (restored from a backup, emptied), whose resourceVersions
+                    # need not be comparable with ours. Relist rather than resume.
+                    need_list = True
+                    list_rv = ""
                 delay = self._backoff.next_delay()
                 retry_after = getattr(exc, "retry_after", None)
                 if isinstance(retry_after, int) and retry_after > delay:
                     delay = float(retry_after)  # the server asked us to wait (429, 503)
-                _log.warning(
+                # A warning when the failures start, debug for each retry after it
+                # (a minute of refused connections is one line per informer, not 30).
+                (_log.warning if first else _log.debug)(
                     "cache.retry",
                     informer=self.name,
                     phase="list" if need_list else "watch",

@@ -53,7 +53,7 @@ from typing import Self
 import structlog
 from opentelemetry import trace
 
-from hpactl.cache.factory import SharedInformers
+from hpactl.cache.factory import HPAS, PODS, SharedInformers
 from hpactl.cache.projections import WORKLOAD_KINDS
 from hpactl.clock import Clock, RealClock
 from hpactl.config import ControllerConfig
@@ -233,6 +233,16 @@ class ControllerApp:
             )
             controller.records.shadow = True  # records say nothing was written
         self._controller = controller
+
+        def cache_check(kind: str) -> str | None:
+            for name in (HPAS, PODS, kind):
+                inf = informers.informer_for_kind(name)
+                ok, why = (True, "") if inf is None else inf.connected(0.0)
+                if not ok and inf is not None and inf.has_synced:
+                    return f"{name}: {why}"
+            return None
+
+        controller.cache_check = cache_check
         hpas.informer.add_handler(controller.on_add, controller.on_update, controller.on_delete)
         informers.start()
         if self._wait and not await self.wait_for_cache_sync(self._sync_timeout):

@@ -235,12 +235,21 @@ class HorizontalController:
         # The latest syncs of each HPA (--decision-records), for explain / debug.
         self.records = DecisionRecords(decision_records)
         self._written_rv: dict[str, int] = {}
+        # The HPA informer's list count when each status was written: a consistent
+        # list started after the write has it (or the server forgot it, as after an
+        # etcd restore, where the old resourceVersion means nothing any more).
+        self._written_list: dict[str, int] = {}
         self._uncertain: dict[str, _UncertainRescale] = {}
         self._invalid_reported: dict[str, str] = {}
         self.supervisor: SyncSupervisor | None = None
         self.on_record: Callable[[SyncRecord], None] | None = None
         # Shadow mode: decide, write nothing, compare with the writing controller.
         self.shadow: ShadowComparer | None = None
+        # Given the target's kind: None when the caches a decision reads (the HPA's,
+        # the pods', the target kind's) are connected, else why not. A sync skips
+        # while one is not: no decision from a cache that may be older than its last
+        # list/watch failure (an API server outage, until the relist after it).
+        self.cache_check: Callable[[str], str | None] | None = None
 
     @property
     def explanations(self) -> Mapping[str, Explanation]:
@@ -286,6 +295,7 @@ class HorizontalController:
         self.last_records.pop(key, None)
         self.records.forget(key)
         self._written_rv.pop(key, None)
+        self._written_list.pop(key, None)
         self._uncertain.pop(key, None)
         self._invalid_reported.pop(key, None)
         self._skew_pending.discard(key)
@@ -367,10 +377,28 @@ class HorizontalController:
                 return await self._invalid(key, bad)
             self.forget(key)
             return None
+        check = self.cache_check
+        why = None if check is None else check(hpa.spec.scale_target_ref.kind)
+        if why is not None:
+            log.debug("hpa.skipped", hpa=key, reason="disconnected-cache", error=why)
+            return SyncRecord(
+                key,
+                None,
+                hpa.status.desired_replicas,
+                False,
+                "",
+                None,
+                (f"informer cache not connected: {why}",),
+                error_label="internal",
+                skipped="disconnected-cache",
+            )
         if self.stale_consistency:
             written = self._written_rv.get(key)
             seen = _int_rv(hpa.resource_version)
-            if written is not None and seen is not None and seen < written:
+            relisted = self.hpas.informer.reflector.completed_list > self._written_list.get(
+                key, 1 << 62
+            )
+            if written is not None and seen is not None and seen < written and not relisted:
                 # StaleControllerConsistencyHPA: our last status write is not in the
                 # cache yet; deciding on the old status would undo it.
                 rec = SyncRecord(
@@ -675,6 +703,7 @@ class HorizontalController:
             parsed = _int_rv(str((stored.get("metadata") or {}).get("resourceVersion") or ""))
             if parsed is not None:
                 self._written_rv[hpa.key] = parsed
+                self._written_list[hpa.key] = self.hpas.informer.reflector.lists_started
             return None
 
     def _emit(self, obj: Involved, events: Sequence[Event]) -> None:
