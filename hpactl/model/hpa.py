@@ -609,6 +609,8 @@ _DEFAULT_SCALE_UP_POLICIES = (
     ScalingPolicy(PERCENT_POLICY, 100, 15),
 )
 _DEFAULT_SCALE_DOWN_POLICIES = (ScalingPolicy(PERCENT_POLICY, 100, 15),)
+MAX_PERIOD_SECONDS = 1800  # validation.go: MaxPeriodSeconds
+MAX_STABILIZATION_WINDOW_SECONDS = 3600  # validation.go: MaxStabilizationWindowSeconds
 
 
 def _scaling_rules(
@@ -622,6 +624,15 @@ def _scaling_rules(
         return ScalingRules(default_window, SELECT_MAX, default_policies)
     m = _map(raw, where)
     window = _opt_int(m, "stabilizationWindowSeconds", where)
+    # The API server's ranges, for objects that bypassed it: past them the window and
+    # period arithmetic overflows datetime (a traceback on every sync).
+    if window is not None and not 0 <= window <= MAX_STABILIZATION_WINDOW_SECONDS:
+        bound = (
+            "must be greater than or equal to zero"
+            if window < 0
+            else f"must be less than or equal to {MAX_STABILIZATION_WINDOW_SECONDS}"
+        )
+        raise InvalidHPA(f"{where}.stabilizationWindowSeconds: Invalid value: {window}: {bound}")
     select = m.get("selectPolicy")
     if select is not None and not isinstance(select, str):
         raise InvalidHPA(f"{where}.selectPolicy: expected a string")
@@ -634,13 +645,17 @@ def _scaling_rules(
         for i, p in enumerate(pol_raw):
             pw = f"{where}.policies[{i}]"
             pm = _map(p, pw)
-            pl.append(
-                ScalingPolicy(
-                    _str(pm, "type", pw, required=True),
-                    _int(pm, "value", pw),
-                    _int(pm, "periodSeconds", pw),
+            value, period = _int(pm, "value", pw), _int(pm, "periodSeconds", pw)
+            if value <= 0:
+                raise InvalidHPA(f"{pw}.value: Invalid value: {value}: must be greater than zero")
+            if not 0 < period <= MAX_PERIOD_SECONDS:
+                bound = (
+                    "must be greater than zero"
+                    if period <= 0
+                    else f"must be less than or equal to {MAX_PERIOD_SECONDS}"
                 )
-            )
+                raise InvalidHPA(f"{pw}.periodSeconds: Invalid value: {period}: {bound}")
+            pl.append(ScalingPolicy(_str(pm, "type", pw, required=True), value, period))
         policies = tuple(pl)
     tol = _opt_quantity(m, "tolerance", where)
     return ScalingRules(

@@ -582,3 +582,58 @@ def test_garbage_file_messages(
     argv = ["run", "--config", str(path)] if command == "run" else ["simulate", str(path)]
     assert main(argv) == 2
     assert capsys.readouterr().err.rstrip("\n").endswith(problem)
+
+
+# ------------------------------------------------------------------------------ behavior
+
+REFUSED_BEHAVIORS = [
+    (
+        {"scaleDown": {"stabilizationWindowSeconds": 10**12}},
+        "scaleDown.stabilizationWindowSeconds: Invalid value: 1000000000000: "
+        "must be less than or equal to 3600",
+    ),
+    (
+        {"scaleUp": {"stabilizationWindowSeconds": -100}},
+        "scaleUp.stabilizationWindowSeconds: Invalid value: -100: "
+        "must be greater than or equal to zero",
+    ),
+    (
+        {"scaleUp": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 10**12}]}},
+        "scaleUp.policies[0].periodSeconds: Invalid value: 1000000000000: "
+        "must be less than or equal to 1800",
+    ),
+    (
+        {"scaleUp": {"policies": [{"type": "Pods", "value": 1, "periodSeconds": 0}]}},
+        "scaleUp.policies[0].periodSeconds: Invalid value: 0: must be greater than zero",
+    ),
+    (
+        {"scaleDown": {"policies": [{"type": "Percent", "value": -100, "periodSeconds": 15}]}},
+        "scaleDown.policies[0].value: Invalid value: -100: must be greater than zero",
+    ),
+]
+
+
+@pytest.mark.parametrize(("behavior", "problem"), REFUSED_BEHAVIORS)
+async def test_a_behavior_the_api_server_refuses(
+    env: Env,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+    behavior: Obj,
+    problem: str,
+) -> None:
+    """A window or period of 10**12 s overflowed the datetime arithmetic: an
+    OverflowError traceback on every sync. Now refused with the API server's words."""
+    healthy(env)
+    names = workload(env.emu, "odd", 2, T0)
+    env.set_cpu(["web-0", "web-1", *names], "200m")
+    h = hpa("odd", "odd")
+    h["spec"]["behavior"] = behavior
+    env.emu.store.create(h)
+    recs = await sync_with_healthy(env, caplog)
+    rec = recs["default/odd"]
+    assert rec.skipped == "invalid" and env.replicas("odd") == 2
+    message = f"invalid HorizontalPodAutoscaler: spec.behavior.{problem}"
+    assert one_event(env, "InvalidHPA", "odd")["message"] == message
+    for _ in range(3):
+        await env.step(15)
+    assert env.replicas("odd") == 2
+    assert one_event(env, "InvalidHPA", "odd")["count"] == 1
