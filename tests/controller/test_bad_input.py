@@ -8,7 +8,7 @@ validate), the way a lenient server or an old etcd would hand them to the contro
 
 from __future__ import annotations
 
-import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +26,20 @@ def healthy(env: Env) -> None:  # noqa: F811
     env.emu.store.create(hpa("web", "web", max_replicas=4))
 
 
-async def sync_with_healthy(env: Env, caplog: pytest.LogCaptureFixture) -> dict[str, Any]:  # noqa: F811
-    """One sync of every HPA; the healthy one scaled 2 -> 4 and nothing logged a traceback."""
-    with caplog.at_level(logging.DEBUG):
-        recs = {r.key: r for r in await env.step()}
+async def sync_with_healthy(env: Env, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:  # noqa: F811
+    """One sync of every HPA; the healthy one scaled 2 -> 4, and no sync ended in an
+    unexpected exception (logged with its traceback, its repr as the record's error)."""
+    capsys.readouterr()
+    recs = {r.key: r for r in await env.step()}
     web = recs["default/web"]
     assert (web.current, web.desired, web.rescaled) == (2, 4, True), web.errors
     assert env.replicas("web") == 4
-    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, "a traceback was logged"
+    crashed = [
+        e for r in recs.values() for e in r.errors if re.match(r"^\w+(Error|Exception)\(", e)
+    ]
+    assert not crashed, crashed
     return recs
 
 
@@ -81,7 +87,7 @@ def cpu_target_hpa(name: str, target: Obj) -> Obj:
 
 async def test_a_target_that_cannot_scale_or_does_not_exist(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A DaemonSet (no scale subresource) and a kind no API group serves: upstream's
     FailedGetScale texts (see test_target_kinds.py and
@@ -92,7 +98,7 @@ async def test_a_target_that_cannot_scale_or_does_not_exist(
     env.emu.store.create(hpa("agent", "agent", kind="DaemonSet"))
     env.emu.store.create(hpa("gadget", "g", kind="Gadget", api_version="example.com/v1"))
     env.emu.store.create(hpa("nokind", "g", kind="Deployment", api_version="nowhere.io/v1"))
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     for name, message in (
         ("agent", "the server could not find the requested resource"),
         ("gadget", 'no matches for kind "Gadget" in group "example.com"'),
@@ -111,13 +117,13 @@ async def test_a_target_that_cannot_scale_or_does_not_exist(
 
 async def test_a_target_deleted_and_recreated_scales_again(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     healthy(env)
     names = workload(env.emu, "app", 2, T0)
     env.set_cpu(["web-0", "web-1", *names], "200m")
     env.emu.store.create(hpa("app", "app", max_replicas=8))
-    await sync_with_healthy(env, caplog)
+    await sync_with_healthy(env, capsys)
     assert env.replicas("app") == 4
 
     assert env.emu.store.delete("apps", "deployments", "default", "app")
@@ -142,11 +148,11 @@ async def test_a_target_deleted_and_recreated_scales_again(
 # ---------------------------------------------------------------------------- selectors
 
 
-async def test_a_selector_matching_no_pods(env: Env, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+async def test_a_selector_matching_no_pods(env: Env, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     healthy(env)
     env.emu.store.create(deployment_obj("empty", 3))
     env.emu.store.create(hpa("empty", "empty"))
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     rec = recs["default/empty"]
     assert (rec.current, rec.rescaled) == (3, False) and env.replicas("empty") == 3
     err = (
@@ -165,7 +171,7 @@ async def test_a_selector_matching_no_pods(env: Env, caplog: pytest.LogCaptureFi
 
 async def test_a_selector_matching_every_pod_of_a_namespace(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``app Exists`` (planted raw) selects all 6 pods of namespace ``all``, whatever
     workload they belong to: they are all counted, as upstream counts them."""
@@ -179,7 +185,7 @@ async def test_a_selector_matching_every_pod_of_a_namespace(
         + pod_metrics(names, "100m", T0, ns="all")  # 100% of request on 6 pods
     )
     env.emu.store.create(hpa("greedy", "greedy", ns="all", max_replicas=20))
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     rec = recs["all/greedy"]
     # ratio 100/50 = 2 over the 6 pods found: ceil(2 * 6) = 12, limited to 2x current.
     assert (rec.current, rec.desired, rec.rescaled) == (2, 4, True), rec.errors
@@ -192,7 +198,7 @@ async def test_a_selector_matching_every_pod_of_a_namespace(
 # ---------------------------------------------------------------------------- the pods
 
 
-async def test_pods_without_requests(env: Env, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+async def test_pods_without_requests(env: Env, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     healthy(env)
     env.emu.store.create(deployment_obj("noreq", 2))
     names = []
@@ -202,7 +208,7 @@ async def test_pods_without_requests(env: Env, caplog: pytest.LogCaptureFixture)
         names.append(env.emu.store.create(p)["metadata"]["name"])
     env.set_cpu(["web-0", "web-1", *names], "200m")
     env.emu.store.create(hpa("noreq", "noreq"))
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     assert not recs["default/noreq"].rescaled and env.replicas("noreq") == 2
     err = "failed to get cpu utilization: missing request for cpu in container c of Pod noreq-0"
     assert one_event(env, "FailedGetResourceMetric", "noreq")["message"] == err
@@ -213,7 +219,7 @@ async def test_pods_without_requests(env: Env, caplog: pytest.LogCaptureFixture)
 
 async def test_a_container_resource_metric_naming_a_missing_container(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     healthy(env)
     names = workload(env.emu, "side", 2, T0)
@@ -230,7 +236,7 @@ async def test_a_container_resource_metric_naming_a_missing_container(
         }
     ]
     env.emu.store.create(h)
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     rec = recs["default/side"]
     assert not rec.rescaled and env.replicas("side") == 2
     # Newest upstream: a pod whose PodMetrics lack the container counts as missing, so no
@@ -298,7 +304,7 @@ REFUSED_TARGETS = [
 @pytest.mark.parametrize(("target", "problem"), REFUSED_TARGETS)
 async def test_a_metric_target_the_api_server_refuses(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
     target: Obj,
     problem: str,
 ) -> None:
@@ -306,7 +312,7 @@ async def test_a_metric_target_the_api_server_refuses(
     names = workload(env.emu, "odd", 2, T0)
     env.set_cpu(["web-0", "web-1", *names], "200m")
     env.emu.store.create(cpu_target_hpa("odd", target))
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     rec = recs["default/odd"]
     assert rec.skipped == "invalid" and not rec.rescaled and env.replicas("odd") == 2
     message = f"invalid HorizontalPodAutoscaler: spec.metrics[0].resource.target.{problem}"
@@ -333,7 +339,7 @@ async def test_a_metric_target_the_api_server_refuses(
 )
 async def test_extreme_metric_targets_scale_to_the_bound_they_imply(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
     target: Obj,
     replicas: int,
     reason: str,
@@ -342,7 +348,7 @@ async def test_extreme_metric_targets_scale_to_the_bound_they_imply(
     names = workload(env.emu, "odd", 2, T0)
     env.set_cpu(["web-0", "web-1", *names], "200m")
     env.emu.store.create(cpu_target_hpa("odd", target))
-    await sync_with_healthy(env, caplog)
+    await sync_with_healthy(env, capsys)
     for _ in range(21):
         await env.step(15)
     assert env.replicas("odd") == replicas
@@ -361,7 +367,7 @@ async def test_extreme_metric_targets_scale_to_the_bound_they_imply(
 
 async def test_min_above_max_is_refused_not_flapped(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Upstream would scale 2 -> 5 (below min) then 5 -> 2 (above max), every sync."""
     healthy(env)
@@ -370,7 +376,7 @@ async def test_min_above_max_is_refused_not_flapped(
         pod_metrics(["web-0", "web-1"], "200m", T0) + pod_metrics(names, "50m", T0)
     )
     env.emu.store.create(hpa("mm", "mm", min_replicas=5, max_replicas=2))
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     assert recs["default/mm"].skipped == "invalid"
     await env.step(15)
     assert env.replicas("mm") == 3
@@ -389,7 +395,7 @@ async def test_min_above_max_is_refused_not_flapped(
 @pytest.mark.parametrize("bad", [2**31, 10**12, -(2**31) - 1])
 async def test_replica_bounds_outside_int32_are_refused(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
     bad: int,
 ) -> None:
     healthy(env)
@@ -398,7 +404,7 @@ async def test_replica_bounds_outside_int32_are_refused(
     h = hpa("wide", "wide")
     h["spec"]["maxReplicas"] = bad
     env.emu.store.create(h)
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     assert recs["default/wide"].skipped == "invalid" and env.replicas("wide") == 2
     assert one_event(env, "InvalidHPA", "wide")["message"] == (
         f"invalid HorizontalPodAutoscaler: spec.maxReplicas: Invalid value: {bad}: "
@@ -408,7 +414,7 @@ async def test_replica_bounds_outside_int32_are_refused(
 
 async def test_replica_counts_at_the_int32_limit(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     top = 2**31 - 1
     healthy(env)
@@ -428,7 +434,7 @@ async def test_replica_counts_at_the_int32_limit(
     env.emu.store.create(hpa("up", "up", max_replicas=top))
     env.emu.store.create(hpa("down", "down", max_replicas=top))
     env.emu.store.create(hpa("pinned", "pinned", min_replicas=top, max_replicas=top))
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     assert (recs["default/up"].current, recs["default/up"].desired) == (2, 4)
     assert env.replicas("up") == 4
     assert (recs["default/pinned"].desired, env.replicas("pinned")) == (top, top)
@@ -463,7 +469,7 @@ MALFORMED_ANNOTATIONS = [
 @pytest.mark.parametrize(("key", "value"), MALFORMED_ANNOTATIONS)
 async def test_a_v1_hpa_with_a_malformed_annotation_is_read_without_it(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
     key: str,
     value: str,
 ) -> None:
@@ -486,7 +492,7 @@ async def test_a_v1_hpa_with_a_malformed_annotation_is_read_without_it(
     )
     stored = env.hpa_obj("old")
     assert key not in stored["metadata"].get("annotations", {})
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     rec = recs["default/old"]
     assert (rec.current, rec.desired, rec.rescaled) == (2, 4, True), rec.errors
     assert env.replicas("old") == 4
@@ -616,7 +622,7 @@ REFUSED_BEHAVIORS = [
 @pytest.mark.parametrize(("behavior", "problem"), REFUSED_BEHAVIORS)
 async def test_a_behavior_the_api_server_refuses(
     env: Env,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
     behavior: Obj,
     problem: str,
 ) -> None:
@@ -628,7 +634,7 @@ async def test_a_behavior_the_api_server_refuses(
     h = hpa("odd", "odd")
     h["spec"]["behavior"] = behavior
     env.emu.store.create(h)
-    recs = await sync_with_healthy(env, caplog)
+    recs = await sync_with_healthy(env, capsys)
     rec = recs["default/odd"]
     assert rec.skipped == "invalid" and env.replicas("odd") == 2
     message = f"invalid HorizontalPodAutoscaler: spec.behavior.{problem}"
