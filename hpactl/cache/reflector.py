@@ -59,10 +59,10 @@ from hpactl.cache.store import ProjectionError, Store, object_key, raw_identity
 from hpactl.clock import Clock, RealClock
 from hpactl.kube.errors import (
     ApiError,
+    ConnectFailed,
     Gone,
     KubeError,
     RequestTimeout,
-    TransportError,
     error_from_status,
 )
 
@@ -341,10 +341,13 @@ class Reflector(Generic[T]):
                     continue
                 first = self.failing_since is None
                 self._fail(exc)
-                if isinstance(exc, (TransportError, OSError)):
-                    # No answer at all: the server that answers next may be another
-                    # one (restored from a backup, emptied), whose resourceVersions
-                    # need not be comparable with ours. Relist rather than resume.
+                if isinstance(exc, ConnectFailed | ConnectionRefusedError):
+                    # No connection at all: the server that answers next may be
+                    # another one (restarted, restored from a backup, emptied), whose
+                    # resourceVersions need not be comparable with ours. Relist rather
+                    # than resume. A stream cut mid-way (a load balancer closing an
+                    # idle watch) is resumed, as client-go does: at 30,000 pods a
+                    # relist per dropped connection would cost more than it proves.
                     need_list = True
                     list_rv = ""
                 delay = self._backoff.next_delay()

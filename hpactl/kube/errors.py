@@ -41,6 +41,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Conflict",
+    "ConnectFailed",
     "Forbidden",
     "Gone",
     "InternalError",
@@ -75,6 +76,11 @@ class KubeError(Exception):
 
 class TransportError(KubeError):
     """No HTTP response at all."""
+
+
+class ConnectFailed(TransportError):
+    """No connection could be made at all (refused, unreachable, name not resolved):
+    the server may be another one when it answers again (restarted, restored)."""
 
 
 class CertificateError(TransportError):

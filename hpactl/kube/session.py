@@ -92,6 +92,7 @@ from yarl import URL
 from hpactl import __version__
 from hpactl.kube.errors import (
     CertificateError,
+    ConnectFailed,
     KubeError,
     NotLeader,
     RequestTimeout,
@@ -277,13 +278,13 @@ def _transport_error(method: str, url: str, exc: BaseException) -> TransportErro
             "certificate-authority or certificate-authority-data of the cluster in the "
             "kubeconfig"
         )
-    if isinstance(exc, aiohttp.ClientConnectorError) and isinstance(
-        exc.os_error, ConnectionRefusedError
-    ):
-        cause = f"dial tcp {exc.host}:{exc.port}: connect: connection refused"
-    else:
-        cause = str(exc) or type(exc).__name__
-    return TransportError(f'{op} "{url}": {cause}')
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc.os_error, ConnectionRefusedError):
+            cause = f"dial tcp {exc.host}:{exc.port}: connect: connection refused"
+        else:
+            cause = str(exc) or type(exc).__name__
+        return ConnectFailed(f'{op} "{url}": {cause}')
+    return TransportError(f'{op} "{url}": {str(exc) or type(exc).__name__}')
 
 
 def _drop_trust_env(api: Any) -> None:

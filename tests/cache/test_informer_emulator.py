@@ -403,3 +403,29 @@ async def test_wait_for_writes_needs_no_bookmark(clock: VirtualClock) -> None:
             # barrier would need a bookmark it will not get within the timeout
             with pytest.raises(TimeoutError):
                 await informers.wait_for_rv(p, timeout=0.2)
+
+
+async def test_a_watch_cut_mid_stream_is_resumed_not_relisted(
+    emu: Emulator, clock: VirtualClock
+) -> None:
+    """A connection dropped under an open watch (a load balancer closing idle streams)
+    is resumed from the last resourceVersion, as client-go does: at 30,000 pods a relist
+    per dropped connection would cost more than it proves. Only a failure to connect
+    at all (the server restarted, maybe restored) relists (tests/controller/test_outage.py)."""
+    from support.proxy import RecordingProxy
+
+    async with RecordingProxy(emu.url) as proxy, KubeSession(master=proxy.url, qps=0) as s:
+        informers = make_informers(s, clock)
+        hpas = informers.hpas()
+        async with synced(informers):
+            emu.store.create(hpa_obj("a", "web"))
+            await until(lambda: hpas.store.get("default/a") is not None, "a watched")
+            lists, watches = hpas.reflector.lists, hpas.reflector.watches
+            assert proxy.cut_streams() >= 1
+            emu.store.create(hpa_obj("b", "web"))
+            async with asyncio.timeout(WAIT):
+                while hpas.store.get("default/b") is None:
+                    clock.advance(1.0)  # past the reflector's backoff (1 s, no jitter)
+                    await asyncio.sleep(0.02)
+            assert hpas.reflector.watches > watches  # a new watch after the cut...
+            assert hpas.reflector.lists == lists  # ...resumed where it was: no relist

@@ -70,6 +70,7 @@ class RecordingProxy:
         self.upstream = upstream.rstrip("/")
         self._ssl = ssl  # to reach an https upstream (the emulator's CA)
         self.seen: list[Seen] = []
+        self._streams: dict[int, web.Request] = {}  # open watch streams, by id
         self._holds: list[_Hold] = []
         self._runner: web.AppRunner | None = None
         self._client: aiohttp.ClientSession | None = None
@@ -91,6 +92,16 @@ class RecordingProxy:
         """Delay the next ``count`` responses to ``method path`` (a glob) by ``seconds``,
         after the server has answered them."""
         self._holds.append(_Hold(method, path, seconds, count))
+
+    def cut_streams(self) -> int:
+        """Cut every open watch stream mid-way (its TCP connection closed), as a load
+        balancer dropping idle connections does; new connections are still accepted."""
+        cut = 0
+        for request in list(self._streams.values()):
+            if request.transport is not None:
+                request.transport.abort()
+                cut += 1
+        return cut
 
     def writes(self, *, since: float = 0.0, leases: bool = False) -> list[Seen]:
         return [
@@ -161,7 +172,11 @@ class RecordingProxy:
     ) -> web.StreamResponse:
         resp = web.StreamResponse(status=upstream.status, headers=headers)
         await resp.prepare(request)
-        with contextlib.suppress(ConnectionError, aiohttp.ClientError):
-            async for chunk in upstream.content.iter_any():
-                await resp.write(chunk)
+        self._streams[id(request)] = request
+        try:
+            with contextlib.suppress(ConnectionError, aiohttp.ClientError):
+                async for chunk in upstream.content.iter_any():
+                    await resp.write(chunk)
+        finally:
+            self._streams.pop(id(request), None)
         return resp
