@@ -179,6 +179,18 @@ class Comparison:
         self._seq += 1
         return self._seq
 
+    def _add(
+        self,
+        side: list[Decision],
+        at: float,
+        inputs: Hashable,
+        values: Mapping[str, Hashable],
+        detail: Mapping[str, Any] | None,
+    ) -> Decision:
+        d = Decision(self.next_seq(), at, inputs, dict(values), dict(detail or {}))
+        _insert(side, d)
+        return d
+
     def add_writer(
         self,
         at: float,
@@ -186,9 +198,7 @@ class Comparison:
         values: Mapping[str, Hashable],
         detail: Mapping[str, Any] | None = None,
     ) -> Decision:
-        d = Decision(self.next_seq(), at, inputs, dict(values), dict(detail or {}))
-        _insert(self.writer, d)
-        return d
+        return self._add(self.writer, at, inputs, values, detail)
 
     def add_hpactl(
         self,
@@ -197,9 +207,7 @@ class Comparison:
         values: Mapping[str, Hashable],
         detail: Mapping[str, Any] | None = None,
     ) -> Decision:
-        d = Decision(self.next_seq(), at, inputs, dict(values), dict(detail or {}))
-        _insert(self.hpactl, d)
-        return d
+        return self._add(self.hpactl, at, inputs, values, detail)
 
     def settle(self, now: float, since: float = float("-inf")) -> Settled:
         window = self.window
