@@ -23,6 +23,8 @@ from hpactl.emulator import Emulator
 from hpactl.emulator.faults import FaultInjector
 from hpactl.kube.session import KubeSession
 
+from .conftest import Requests
+
 WAIT = 10.0  # real seconds: a bound, never a sleep
 
 
@@ -75,19 +77,6 @@ def rv_of(obj: dict[str, Any]) -> int:
     return int(obj["metadata"]["resourceVersion"])
 
 
-class Requests:
-    """KubeSession.on_request hook: what the informers asked the server."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str, str]] = []
-
-    def __call__(self, verb: str, resource: str, code: str, seconds: float) -> None:
-        self.calls.append((verb, resource, code))
-
-    def count(self, verb: str, resource: str = "pods") -> int:
-        return sum(1 for v, r, _ in self.calls if v == verb and r == resource)
-
-
 class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, str]] = []
@@ -108,29 +97,6 @@ async def until(cond: Callable[[], bool], what: str) -> None:
     async with asyncio.timeout(WAIT):
         while not cond():
             await asyncio.sleep(0.01)  # polling real I/O progress, bounded by WAIT
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
-
-
-@pytest.fixture
-def faults() -> FaultInjector:
-    return FaultInjector(seed=1)
-
-
-@pytest.fixture
-async def emu(faults: FaultInjector) -> AsyncIterator[Emulator]:
-    async with Emulator(bookmark_interval=0.1, faults=faults) as e:
-        yield e
-
-
-@pytest.fixture
-async def session(emu: Emulator) -> AsyncIterator[tuple[KubeSession, Requests]]:
-    reqs = Requests()
-    async with KubeSession(master=emu.url, qps=0, on_request=reqs) as s:
-        yield s, reqs
 
 
 @contextlib.asynccontextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -63,16 +64,14 @@ async def until(cond: Callable[[], bool], rounds: int = 500) -> None:
     raise AssertionError("condition not reached")
 
 
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
-
-
-@pytest.fixture
-async def setup(clock: VirtualClock) -> AsyncIterator[tuple[FakeAPI, Informer[Obj], Recorder]]:
+@contextlib.asynccontextmanager
+async def informer_on_fake_api(
+    clock: VirtualClock,
+) -> AsyncIterator[tuple[FakeAPI, Informer[Obj], Recorder]]:
+    """Five objects in a FakeAPI, an informer synced on them and watching."""
     api = FakeAPI(page_size=2)
     for i in range(5):
-        api.put("ns", f"o{i}", size=i)
+        api.put("ns", f"o{i}", size=i)  # resourceVersions 101..105
     inf: Informer[Obj] = Informer(
         "things",
         api,
@@ -84,10 +83,18 @@ async def setup(clock: VirtualClock) -> AsyncIterator[tuple[FakeAPI, Informer[Ob
     rec = Recorder()
     inf.add_handler(rec.add, rec.update, rec.delete)
     inf.start()
-    await inf.wait_synced(timeout=5)
-    await until(lambda: api.watchers == 1)
-    yield api, inf, rec
-    await inf.stop()
+    try:
+        await inf.wait_synced(timeout=5)
+        await until(lambda: api.watchers == 1)
+        yield api, inf, rec
+    finally:
+        await inf.stop()
+
+
+@pytest.fixture
+async def setup(clock: VirtualClock) -> AsyncIterator[tuple[FakeAPI, Informer[Obj], Recorder]]:
+    async with informer_on_fake_api(clock) as it:
+        yield it
 
 
 async def test_initial_paged_list_then_watch(

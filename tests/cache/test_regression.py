@@ -8,7 +8,7 @@ end only when a test advances it); network waits are bounded by real timeouts.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,32 +22,15 @@ from hpactl.emulator import Emulator
 from hpactl.emulator.faults import FaultInjector
 from hpactl.kube.session import KubeSession
 
-from .test_informer_emulator import WAIT, Recorder, Requests, hpa_obj, pod_obj, rv_of, synced
+from .conftest import Requests
+from .test_informer_emulator import WAIT, Recorder, hpa_obj, pod_obj, rv_of, synced
 
 HPA_RES = ("autoscaling", "horizontalpodautoscalers")
 
 
 @pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
-
-
-@pytest.fixture
-def faults() -> FaultInjector:
-    return FaultInjector(seed=1)
-
-
-@pytest.fixture
-async def emu(faults: FaultInjector) -> AsyncIterator[Emulator]:
-    async with Emulator(bookmark_interval=0.05, faults=faults) as e:
-        yield e
-
-
-@pytest.fixture
-async def session(emu: Emulator) -> AsyncIterator[tuple[KubeSession, Requests]]:
-    reqs = Requests()
-    async with KubeSession(master=emu.url, qps=0, on_request=reqs) as s:
-        yield s, reqs
+def bookmark_interval() -> float:
+    return 0.05  # barriers here wait on bookmarks of informers that saw no change
 
 
 def make_informers(s: KubeSession, clock: VirtualClock) -> SharedInformers:

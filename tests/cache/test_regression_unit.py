@@ -5,46 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import random
 from collections.abc import AsyncIterator
 
 import pytest
 from structlog.testing import capture_logs
 
 from hpactl.cache.informer import Informer
-from hpactl.cache.reflector import Backoff
 from hpactl.clock import VirtualClock
 
 from .fake_api import FakeAPI
-from .test_informer_unit import Obj, Recorder, project, until
-
-
-@pytest.fixture
-def clock() -> VirtualClock:
-    return VirtualClock()
+from .test_informer_unit import Obj, Recorder, informer_on_fake_api, project, until
 
 
 @pytest.fixture
 async def setup(clock: VirtualClock) -> AsyncIterator[tuple[FakeAPI, Informer[Obj], Recorder]]:
-    api = FakeAPI(page_size=2)
-    for i in range(5):
-        api.put("ns", f"o{i}", size=i)  # resourceVersions 101..105
-    inf: Informer[Obj] = Informer(
-        "things",
-        api,
-        project,
-        clock=clock,
-        backoff=Backoff(rng=random.Random(7)),
-        min_watch_seconds=0.0,
-    )
-    rec = Recorder()
-    inf.add_handler(rec.add, rec.update, rec.delete)
-    inf.start()
-    await inf.wait_synced(timeout=5)
-    await until(lambda: api.watchers == 1)
-    rec.take()
-    yield api, inf, rec
-    await inf.stop()
+    async with informer_on_fake_api(clock) as (api, inf, rec):
+        rec.take()  # the initial adds: each test looks at what follows
+        yield api, inf, rec
 
 
 def restored(api: FakeAPI) -> dict[str, dict[str, object]]:
