@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -26,7 +25,7 @@ from typing import Any, TextIO
 
 from hpactl.model.times import format_go_duration
 from hpactl.simulate.output import format_offset, metric_rows
-from hpactl.simulate.plot import PlotError, check_plot_path
+from hpactl.simulate.plot import Line, PanelSpec, PlotError, check_plot_path, render_panels_svg
 from hpactl.simulate.runner import Simulation, StepResult
 from hpactl.simulate.scenario import Scenario
 
@@ -301,129 +300,12 @@ def _stamp(start: datetime, t: float) -> str:
 
 # ------------------------------------------------------------------------ plot
 
-_W = 960
-_ML = 64
-_MR = 24
-_PANEL = 200
-_GAP = 46
-
 
 def check_compare_plot_path(path: str | Path) -> None:
     """Fail before running anything: the combined plot is `.svg` or `.html`."""
     check_plot_path(path)
     if Path(path).suffix.lower() not in COMPARE_PLOT_SUFFIXES:
         raise PlotError(f"--plot {path}: with --compare the plot is .svg or .html")
-
-
-@dataclass(slots=True)
-class _Line:
-    label: str
-    color: str
-    points: list[tuple[float, float | None]]
-    step: bool = True
-    dash: str = ""
-
-
-def _nice(v: float) -> float:
-    if v <= 0:
-        return 1.0
-    mag = 10.0 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
-        if v <= m * mag:
-            return m * mag
-    return 10 * mag
-
-
-def _thin(pts: list[tuple[float, float]], px_per_s: float) -> list[tuple[float, float]]:
-    """At most ~2 points per pixel column: the first and the extreme of each column
-    (a week of 15 s steps is 40,320 points on 870 pixels)."""
-    if len(pts) < 4000:
-        return pts
-    out: list[tuple[float, float]] = []
-    col: list[tuple[float, float]] = []
-    cur = None
-    for p in pts:
-        c = int(p[0] * px_per_s)
-        if c != cur and col:
-            out.append(col[0])
-            out.append(max(col[1:] or col, key=lambda q: abs(q[1] - col[0][1])))
-            col = []
-        cur = c
-        col.append(p)
-    if col:
-        out.append(col[0])
-        out.append(col[-1])
-    return out
-
-
-def _panel(y0: float, title: str, t_max: float, lines: Sequence[_Line]) -> tuple[list[str], float]:
-    x0, x1 = _ML, _W - _MR
-    top, bottom = y0 + 22, y0 + _PANEL
-    vals = [v for ln in lines for _, v in ln.points if v is not None]
-    v_max = max(vals) * 1.1 if vals else 1.0
-    v_step = _nice(v_max / 5)
-    v_max = math.ceil(v_max / v_step) * v_step if v_max > 0 else 1.0
-    t_max = t_max or 1.0
-
-    def x(t: float) -> float:
-        return x0 + (x1 - x0) * t / t_max
-
-    def y(v: float) -> float:
-        return bottom - (bottom - top) * v / v_max
-
-    p = [f'<text x="{x0}" y="{top - 8:.1f}" class="title">{html.escape(title)}</text>']
-    v = 0.0
-    while v <= v_max + 1e-9:
-        p.append(f'<line x1="{x0}" y1="{y(v):.1f}" x2="{x1}" y2="{y(v):.1f}" class="grid"/>')
-        label = str(int(v)) if v == int(v) else f"{v:.3g}"
-        p.append(f'<text x="{x0 - 6}" y="{y(v) + 4:.1f}" class="ylab">{label}</text>')
-        v += v_step
-    t_step = next(
-        (s for s in (60, 300, 900, 1800, 3600, 7200, 21600, 43200) if t_max / s <= 12), 86400
-    )
-    t = 0.0
-    while t <= t_max + 1e-9:
-        p.append(f'<line x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{bottom}" class="grid"/>')
-        p.append(
-            f'<text x="{x(t):.1f}" y="{bottom + 16:.1f}" class="xlab">{format_offset(t)}</text>'
-        )
-        t += t_step
-    p.append(f'<rect x="{x0}" y="{top}" width="{x1 - x0}" height="{bottom - top}" class="frame"/>')
-    px_per_s = (x1 - x0) / t_max
-    for ln in lines:
-        segs: list[list[tuple[float, float]]] = [[]]
-        for t_, v_ in ln.points:
-            if v_ is None:
-                if segs[-1]:
-                    segs.append([])
-                continue
-            segs[-1].append((t_, v_))
-        dash = f' stroke-dasharray="{ln.dash}"' if ln.dash else ""
-        for seg in segs:
-            if not seg:
-                continue
-            pts: list[tuple[float, float]] = []
-            for t_, v_ in _thin(seg, px_per_s):
-                if ln.step and pts:
-                    pts.append((x(t_), pts[-1][1]))
-                pts.append((x(t_), y(min(v_, v_max))))
-            d = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
-            p.append(
-                f'<polyline points="{d}" fill="none" stroke="{ln.color}" stroke-width="1.6"{dash}/>'
-            )
-    lx = x1
-    for ln in reversed(lines):
-        lx -= 34 + 7 * len(ln.label)
-        dash = f' stroke-dasharray="{ln.dash}"' if ln.dash else ""
-        ly = top - 12
-        p.append(
-            f'<line x1="{lx:.1f}" y1="{ly:.1f}" x2="{lx + 22:.1f}" y2="{ly:.1f}" '
-            f'stroke="{ln.color}" stroke-width="2"{dash}/>'
-        )
-        p.append(
-            f'<text x="{lx + 26:.1f}" y="{ly + 4:.1f}" class="legend">{html.escape(ln.label)}</text>'
-        )
-    return p, _PANEL + _GAP
 
 
 def _metric_points(
@@ -449,54 +331,36 @@ def _metric_points(
 
 def render_compare_svg(a: Variant, b: Variant, *, title: str = "") -> str:
     """Replicas of A and B in one panel per scale target, then each metric of each
-    HPA: A's and B's current value against the target."""
+    HPA: A's and B's current value against the target (drawn by hpactl.simulate.plot)."""
     t_max = max([(r.time - v.start).total_seconds() for v in (a, b) for r in v.results] or [0.0])
-    parts: list[str] = []
-    y = 34.0 if title else 8.0
+    specs: list[PanelSpec] = []
     ra, rb = _replicas_points(a), _replicas_points(b)
     for tkey in sorted(ra.keys() | rb.keys()):
-        p, h = _panel(
-            y,
-            f"{tkey}: replicas",
-            t_max,
-            [
-                _Line(f"{a.label}: {a.scenario.name}", _COLORS["a"], ra.get(tkey, [])),
-                _Line(f"{b.label}: {b.scenario.name}", _COLORS["b"], rb.get(tkey, []), dash="6,3"),
-            ],
+        specs.append(
+            PanelSpec(
+                f"{tkey}: replicas",
+                [
+                    Line(f"{a.label}: {a.scenario.name}", _COLORS["a"], ra.get(tkey, [])),
+                    Line(
+                        f"{b.label}: {b.scenario.name}",
+                        _COLORS["b"],
+                        rb.get(tkey, []),
+                        dash="6,3",
+                    ),
+                ],
+                integer=True,
+            )
         )
-        parts += p
-        y += h
     ma, mb = _metric_points(a.results, a.start), _metric_points(b.results, b.start)
     for mkey in sorted(ma.keys() | mb.keys()):
         lines = []
         if mkey in ma:
-            lines.append(_Line(a.label, _COLORS["a"], ma[mkey][0], step=False))
+            lines.append(Line(a.label, _COLORS["a"], ma[mkey][0], step=False))
         if mkey in mb:
-            lines.append(_Line(b.label, _COLORS["b"], mb[mkey][0], step=False))
-        lines.append(_Line("target", _COLORS["target"], (ma.get(mkey) or mb[mkey])[1], dash="6,3"))
-        p, h = _panel(y, f"{mkey[0]}: {mkey[1]}", t_max, lines)
-        parts += p
-        y += h
-    height = int(y + 4)
-    head = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" '
-        f'viewBox="0 0 {_W} {height}" font-family="sans-serif">',
-        "<style>"
-        ".title{font-size:13px;font-weight:bold;fill:#222}"
-        ".legend{font-size:11px;fill:#333}"
-        ".xlab{font-size:10px;fill:#555;text-anchor:middle}"
-        ".ylab{font-size:10px;fill:#555;text-anchor:end}"
-        ".grid{stroke:#e6e6e6;stroke-width:1}"
-        ".frame{fill:none;stroke:#999;stroke-width:1}"
-        "</style>",
-        f'<rect width="{_W}" height="{height}" fill="white"/>',
-    ]
-    if title:
-        head.append(
-            f'<text x="{_ML}" y="22" font-size="16" font-weight="bold" fill="#111">'
-            f"{html.escape(title)}</text>"
-        )
-    return "\n".join([*head, *parts, "</svg>"]) + "\n"
+            lines.append(Line(b.label, _COLORS["b"], mb[mkey][0], step=False))
+        lines.append(Line("target", _COLORS["target"], (ma.get(mkey) or mb[mkey])[1], dash="6,3"))
+        specs.append(PanelSpec(f"{mkey[0]}: {mkey[1]}", lines))
+    return render_panels_svg(specs, t_max=t_max, title=title)
 
 
 def _replicas_points(v: Variant) -> dict[str, list[tuple[float, float | None]]]:

@@ -480,25 +480,34 @@ def render_svg(results: Sequence[StepResult], *, start: datetime, title: str = "
     """The whole plot as one standalone SVG document."""
     hpas = _collect(results, start)
     t_max = max(((r.time - start).total_seconds() for r in results), default=0.0)
+    specs = [spec for d in hpas for spec in hpa_panels(d)]
+    return render_panels_svg(specs, t_max=t_max, title=title, empty="" if hpas else "no HPAs")
+
+
+def render_panels_svg(
+    specs: Sequence[PanelSpec], *, t_max: float, title: str = "", empty: str = ""
+) -> str:
+    """Panels stacked on one time axis (0 .. ``t_max`` seconds), as one SVG document;
+    ``empty`` is shown when there are none (``hpactl simulate --compare`` draws its
+    own panels with this too)."""
     panels: list[_Panel] = []
     y = float(TITLE_H if title else 8)
-    for d in hpas:
-        for spec in hpa_panels(d):
-            p = _Panel(
-                y,
-                spec.height,
-                t_max,
-                _vmax(spec.lines, spec.markers),
-                spec.title,
-                integer=spec.integer,
-            )
-            p.axes()
-            for ln in spec.lines:
-                p.line(ln)
-            p.markers(spec.markers)
-            p.legend(spec)
-            panels.append(p)
-            y += spec.height + GAP
+    for spec in specs:
+        p = _Panel(
+            y,
+            spec.height,
+            t_max,
+            _vmax(spec.lines, spec.markers),
+            spec.title,
+            integer=spec.integer,
+        )
+        p.axes()
+        for ln in spec.lines:
+            p.line(ln)
+        p.markers(spec.markers)
+        p.legend(spec)
+        panels.append(p)
+        y += spec.height + GAP
     height = int(y + 4)
     head = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
@@ -518,8 +527,8 @@ def render_svg(results: Sequence[StepResult], *, start: datetime, title: str = "
             f'<text x="{MARGIN_L}" y="22" font-size="16" font-weight="bold" fill="#111">'
             f"{html.escape(title)}</text>"
         )
-    if not hpas:
-        head.append(f'<text x="{MARGIN_L}" y="{y + 20}" font-size="13">no HPAs</text>')
+    if empty:
+        head.append(f'<text x="{MARGIN_L}" y="{y + 20}" font-size="13">{html.escape(empty)}</text>')
     body = [part for p in panels for part in p.parts]
     return "\n".join([*head, *body, "</svg>"]) + "\n"
 
