@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from hpactl.model.quantity import Quantity, parse_quantity
@@ -490,6 +491,9 @@ class HPA:
     resource_version: str
     spec: HPASpec
     status: HPAStatus
+    # Only the annotations hpactl's opt-in extensions read (see EXTENSION_ANNOTATION_PREFIXES):
+    # keeping every annotation would cost memory at 10,000 HPAs for nothing.
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -778,6 +782,26 @@ _DEFAULT_METRICS = (
 )
 
 
+#: Annotation prefixes projected into :attr:`HPA.annotations` (opt-in extensions; the
+#: upstream proposals' own annotation names are added here as features adopt them).
+EXTENSION_ANNOTATION_PREFIXES: tuple[str, ...] = ("hpactl.dev/",)
+
+
+def _extension_annotations(meta: Mapping[str, Any]) -> Mapping[str, str]:
+    raw = meta.get("annotations")
+    if not isinstance(raw, Mapping) or not raw:
+        return _NO_ANNOTATIONS
+    kept = {
+        str(k): str(v)
+        for k, v in raw.items()
+        if isinstance(k, str) and k.startswith(EXTENSION_ANNOTATION_PREFIXES)
+    }
+    return kept or _NO_ANNOTATIONS
+
+
+_NO_ANNOTATIONS: Mapping[str, str] = MappingProxyType({})
+
+
 def hpa_from_raw(raw: Mapping[str, Any]) -> HPA:
     """Project a raw ``autoscaling/v2`` HPA (as served by the API, i.e. defaulted).
 
@@ -817,6 +841,7 @@ def hpa_from_raw(raw: Mapping[str, Any]) -> HPA:
             behavior=_behavior(spec.get("behavior"), "spec.behavior"),
         ),
         status=status_from_raw(top.get("status")),
+        annotations=_extension_annotations(meta),
     )
 
 
