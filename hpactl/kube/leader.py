@@ -6,7 +6,7 @@ clock, never releases, and does not notice a crash of the leader's work.
 ``LeaderElector(session, *, namespace, name, identity=None, lease_duration=15.0,
 renew_deadline=10.0, retry_period=2.0, clock=RealClock(), on_started_leading=None,
 on_stopped_leading=None, on_new_leader=None, release_on_cancel=True,
-request_timeout=None)``
+request_timeout=None, labels=None)``
 
 ``await elector.run()``
     Acquire (retrying every ``retry_period`` plus up to 1.2x jitter), then call
@@ -23,6 +23,12 @@ request_timeout=None)``
     acquireTime = renewTime = now, leaseTransitions kept.
 ``elector.is_leader`` / ``elector.leader_identity`` / ``elector.identity``
 ``elector.leading``: an ``asyncio.Event`` set while leading.
+``elector.transitions``: the observed Lease's ``leaseTransitions`` (while leading: the
+    fencing epoch of this tenure; every change of holder increments it).
+``elector.observe(lease, observed_at)``
+    Seed the observation with a Lease read elsewhere (a LIST) and the local monotonic
+    time its content was last seen to change, so an elector started late does not wait
+    a whole ``leaseDurationSeconds`` again for a lease already seen expiring.
 ``elector.holds_lease() -> bool``
     True only while leading and less than ``renew_deadline`` has passed since the
     last successful acquire or renew *was sent*. Other candidates wait
@@ -38,7 +44,9 @@ taken over, and nothing this replica does from then on may reach the API server.
 A lease held by another identity counts as valid until ``leaseDurationSeconds`` after
 this elector last *observed it change* (local monotonic time, not the lease's
 renewTime), exactly as client-go judges it. ``default_identity()`` is
-``<hostname>_<uuid4>``.
+``<hostname>_<uuid4>``. ``labels`` go on the Lease when this elector creates it.
+``leaseDurationSeconds`` is ``lease_duration`` rounded up: rounding down would let
+others take the lease before ``renew_deadline`` has passed on the holder.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 import random
 import socket
 import uuid
@@ -104,6 +113,7 @@ class LeaderElector:
         on_new_leader: Callable[[str], None] | None = None,
         release_on_cancel: bool = True,
         request_timeout: float | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         if lease_duration <= renew_deadline:
             raise ValueError("leaseDuration must be greater than renewDeadline")
@@ -124,6 +134,7 @@ class LeaderElector:
         self._on_new_leader = on_new_leader
         self._release_on_cancel = release_on_cancel
         self._timeout = request_timeout
+        self._labels = dict(labels or {})
         self._observed: dict[str, Any] | None = None
         self._observed_rv = ""
         self._lease: dict[str, Any] | None = None  # the last Lease read or written
@@ -146,6 +157,17 @@ class LeaderElector:
     @property
     def is_leader(self) -> bool:
         return self.leader_identity == self.identity
+
+    @property
+    def transitions(self) -> int:
+        return int((self._observed or {}).get("leaseTransitions") or 0)
+
+    def observe(self, lease: Mapping[str, Any], observed_at: float) -> None:
+        """See the module docstring: seed from a Lease seen at ``observed_at``."""
+        self._lease = dict(lease)
+        self._observed = dict(lease.get("spec") or {})
+        self._observed_rv = _rv(lease)
+        self._observed_time = observed_at
 
     def holds_lease(self) -> bool:
         """See the module docstring: may this replica write right now?"""
@@ -194,7 +216,7 @@ class LeaderElector:
         now = format_micro_time(self._clock.now())
         desired: dict[str, Any] = {
             "holderIdentity": self.identity,
-            "leaseDurationSeconds": int(self.lease_duration),
+            "leaseDurationSeconds": math.ceil(self.lease_duration),
             "acquireTime": now,
             "renewTime": now,
             "leaseTransitions": 0,
@@ -220,10 +242,13 @@ class LeaderElector:
         try:
             lease = await get_json(self._s, self.path, timeout=t)
         except NotFound:
+            meta: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+            if self._labels:
+                meta["labels"] = dict(self._labels)
             body = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
-                "metadata": {"name": self.name, "namespace": self.namespace},
+                "metadata": meta,
                 "spec": desired,
             }
             try:
