@@ -20,7 +20,8 @@ request_timeout=None, labels=None)``
     it unconditionally when Run ends).
 ``await elector.release() -> bool``
     If holding the lease: write holderIdentity "", leaseDurationSeconds 1,
-    acquireTime = renewTime = now, leaseTransitions kept.
+    acquireTime = renewTime = now, leaseTransitions kept. On a conflict (a renewal
+    cancelled in flight that landed) it reads the Lease and retries once if still ours.
 ``elector.is_leader`` / ``elector.leader_identity`` / ``elector.identity``
 ``elector.leading``: an ``asyncio.Event`` set while leading.
 ``elector.transitions``: the observed Lease's ``leaseTransitions`` (while leading: the
@@ -63,7 +64,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from hpactl.kube.errors import KubeError, NotFound
+from hpactl.kube.errors import Conflict, KubeError, NotFound
 from hpactl.kube.paths import resource_path
 from hpactl.kube.requests import create_json, get_json, put_json
 from hpactl.kube.session import KubeSession
@@ -415,6 +416,24 @@ class LeaderElector:
         body["spec"] = spec
         try:
             updated = await put_json(self._s, self.path, body, timeout=self._req_timeout())
+        except Conflict:
+            # A renewal cancelled in flight may have landed after all: read the Lease
+            # and release it if it is still ours (client-go gives up here, and the
+            # next holder waits out the whole lease).
+            try:
+                lease = await get_json(self._s, self.path, timeout=self._req_timeout())
+                current = lease.get("spec") or {}
+                if str(current.get("holderIdentity") or "") != self.identity:
+                    self._lease = lease
+                    self._observe(current, _rv(lease))
+                    return True
+                spec["leaseTransitions"] = int(current.get("leaseTransitions") or 0)
+                body = dict(lease)
+                body["spec"] = spec
+                updated = await put_json(self._s, self.path, body, timeout=self._req_timeout())
+            except KubeError as exc:
+                log.warning("failed to release lock: %s", exc)
+                return False
         except KubeError as exc:
             log.warning("failed to release lock: %s", exc)
             return False

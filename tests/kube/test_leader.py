@@ -251,3 +251,30 @@ async def test_a_renewal_that_finds_another_holder_stops_leading_at_once(
         await asyncio.wait_for(ta, 5)  # run() returns: no retrying until renewDeadline
         assert stopped and stopped[0] <= woke + 1e-6
         assert not a.holds_lease() and lease(emulator)["holderIdentity"] == "b"
+
+
+async def test_release_after_a_renewal_that_landed_unheard_still_releases(
+    emulator: Emulator,
+) -> None:
+    """A renewal cancelled in flight may land: the release then conflicts on the stale
+    resourceVersion; it reads the Lease and, still the holder, releases it anyway (else
+    the next holder would wait out the whole lease)."""
+    clock = VirtualClock()
+    async with KubeSession(master=emulator.url) as s:
+        a = elector(s, clock, "a")
+        assert await a.try_acquire_or_renew()
+        obj = emulator.store.get("coordination.k8s.io", "leases", "kube-system", "hpactl")
+        assert obj is not None
+        obj["spec"]["renewTime"] = "2026-01-01T00:00:02.000000Z"  # the unheard renewal
+        emulator.store.apply(obj)
+        assert await a.release()
+        assert lease(emulator)["holderIdentity"] == ""
+        assert lease(emulator)["leaseTransitions"] == 0
+        # taken over meanwhile (a was paused): the conflict shows it, nothing is written
+        assert await a.try_acquire_or_renew()
+        obj = emulator.store.get("coordination.k8s.io", "leases", "kube-system", "hpactl")
+        assert obj is not None
+        obj["spec"]["holderIdentity"] = "b"
+        emulator.store.apply(obj)
+        assert await a.release()
+        assert lease(emulator)["holderIdentity"] == "b"
