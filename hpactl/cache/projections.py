@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hpactl.model.pod import controller_uid
 from hpactl.model.topology import NodeLabels, PodSpread, spread_from_template
 
 __all__ = [
@@ -74,6 +75,9 @@ class WorkloadScale:
     uid: str = ""
     # The pod template's topologySpreadConstraints, compact (None: there are none).
     spread: PodSpread | None = None
+    # The uid of the controller ownerReference (a ReplicaSet's Deployment), for the
+    # OwnerReference pod selection strategy (KEP-5325); "" if none.
+    owner_uid: str = ""
 
 
 def _int(value: Any, default: int) -> int:
@@ -130,6 +134,7 @@ def workload_scale_from_raw(kind: str, raw: Mapping[str, Any]) -> WorkloadScale:
         resource_version=str(meta.get("resourceVersion") or ""),
         uid=str(meta.get("uid") or ""),
         spread=_spread(spec.get("template")),
+        owner_uid=controller_uid(meta),
     )
 
 

@@ -88,6 +88,7 @@ def core_config(config: ControllerConfig) -> CoreConfig:
         configurable_tolerance=gates.enabled(fg.HPA_CONFIGURABLE_TOLERANCE),
         pod_level_resources=gates.enabled(fg.POD_LEVEL_RESOURCES),
         hpa_generation=gates.enabled(fg.HPA_GENERATION),
+        selection_strategy=gates.enabled(fg.HPA_SELECTION_STRATEGY),
     )
 
 

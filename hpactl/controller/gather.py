@@ -30,9 +30,10 @@ from typing import Protocol
 from opentelemetry import trace
 
 from hpactl.cache.listers import NodeLister, PodLister, WorkloadLister
-from hpactl.cache.projections import WORKLOAD_KINDS
+from hpactl.cache.projections import WORKLOAD_KINDS, WorkloadScale
 from hpactl.core.decide import MetricRequest, ScaleView
 from hpactl.core.metrics_eval import MetricInput
+from hpactl.core.pod_selection import owner_uids
 from hpactl.kube.errors import KubeError
 from hpactl.kube.restmapper import RestMapper, RestMapping, split_api_version
 from hpactl.kube.scaling import get_scale, read_scale
@@ -64,6 +65,8 @@ class ScaleRead:
     # precondition of the first write attempt, as upstream writes back what it read.
     resource_version: str = ""
     cached: bool = False
+    # The target's uid (the Scale's metadata.uid is the object's), for KEP-5325.
+    uid: str = ""
 
 
 @dataclass(slots=True)
@@ -166,7 +169,11 @@ class Gatherer:
                 return ScaleRead(None, _not_found(wk.group, wk.resource, ref.name), mapping)
             view = ScaleView(ws.spec_replicas, ws.status_replicas, ws.selector)
             return ScaleRead(
-                view, mapping=mapping, resource_version=ws.resource_version, cached=True
+                view,
+                mapping=mapping,
+                resource_version=ws.resource_version,
+                cached=True,
+                uid=ws.uid,
             )
         try:
             async with asyncio.timeout(self._timeout * 2):
@@ -185,13 +192,18 @@ class Gatherer:
             return ScaleRead(None, "context deadline exceeded")
         sc = res.scale
         view = ScaleView(sc.spec_replicas, sc.status_replicas, sc.selector)
-        return ScaleRead(view, mapping=res.mapping, resource_version=sc.resource_version)
+        return ScaleRead(
+            view, mapping=res.mapping, resource_version=sc.resource_version, uid=sc.uid
+        )
 
     async def _live(self, hpa: HPA, mapping: RestMapping, tkey: str) -> ScaleRead:
         try:
             async with asyncio.timeout(self._timeout * 2):
                 sc = await read_scale(
-                    self._s, mapping, hpa.namespace, hpa.spec.scale_target_ref.name,
+                    self._s,
+                    mapping,
+                    hpa.namespace,
+                    hpa.spec.scale_target_ref.name,
                     timeout=self._timeout,
                 )
         except KubeError as exc:
@@ -201,7 +213,7 @@ class Gatherer:
         if tkey in self._distrusted:
             self._distrusted[tkey] = sc.resource_version
         view = ScaleView(sc.spec_replicas, sc.status_replicas, sc.selector)
-        return ScaleRead(view, mapping=mapping, resource_version=sc.resource_version)
+        return ScaleRead(view, mapping=mapping, resource_version=sc.resource_version, uid=sc.uid)
 
     def topology_skew(
         self, hpa: HPA, target_pods: Sequence[PodView], spec_replicas: int
@@ -225,6 +237,14 @@ class Gatherer:
                 placements[p.name] = PodPlacement(p.labels, p.node_name, p.deleting)
         skews = observed_skew(ws.spread, self._nodes.list(), placements.values())
         return SkewRead(True, skews)
+
+    def pod_owners(self, hpa: HPA, read: ScaleRead) -> frozenset[str] | None:
+        """KEP-5325 ``OwnerReference``: the controller uids of the target's pods (its
+        own, and its ReplicaSets' from the ReplicaSet cache); None if its uid is unknown."""
+        rs: Sequence[WorkloadScale] = ()
+        if self._workloads is not None and self._workloads.supports("ReplicaSet"):
+            rs = self._workloads.list("ReplicaSet", hpa.namespace)
+        return owner_uids(read.uid, ((r.uid, r.owner_uid) for r in rs))
 
     def pods(self, namespace: str, selector_text: str) -> Sequence[PodView]:
         if not selector_text:

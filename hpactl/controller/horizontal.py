@@ -80,6 +80,7 @@ from hpactl.core.decide import (
 )
 from hpactl.core.history import History
 from hpactl.core.metrics_eval import WARNING, Event
+from hpactl.core.pod_selection import wants_owned_pods
 from hpactl.kube.errors import ApiError, KubeError, NotLeader, TransportError
 from hpactl.kube.events import EventRecorder, Involved, ObjectRef
 from hpactl.kube.scaling import StaleScale, update_scale
@@ -504,6 +505,9 @@ class HorizontalController:
             spec = read.scale.spec_replicas if read.scale is not None else None
             history = self.shadow.follow(hpa, spec, history)
         pods = self.gatherer.pods(hpa.namespace, read.scale.selector) if read.scale else ()
+        owners: frozenset[str] | None = None
+        if read.scale is not None and wants_owned_pods(hpa, self.config.selection_strategy):
+            owners = self.gatherer.pod_owners(hpa, read)  # KEP-5325 OwnerReference
         skew_events: tuple[Event, ...] = ()
         skew_reported = False
         if key in self._skew_pending and read.scale is not None:
@@ -521,6 +525,7 @@ class HorizontalController:
             now=now,
             hpa_selectors=self.selectors.relevant(key, {frozenset(p.labels.items()) for p in pods}),
             scale_error=read.error,
+            pod_owners=owners,
         )
         # The selector is validated once here; needs_metrics and decide reuse it.
         inputs = with_selector(inputs)

@@ -59,11 +59,18 @@ from hpactl.core.metrics_eval import (
     tolerances_for_hpa,
     validate_and_parse_selector,
 )
+from hpactl.core.pod_selection import (
+    OWNER_REFERENCE,
+    apply_strategy_condition,
+    owned_only,
+    selection_strategy,
+)
 from hpactl.core.replica_calculator import ReplicaCalculator, Tolerances
 from hpactl.model.featuregates import (
     HPA_CONFIGURABLE_TOLERANCE,
     HPA_GENERATION,
     HPA_SCALE_TO_ZERO,
+    HPA_SELECTION_STRATEGY,
     POD_LEVEL_RESOURCES,
     FeatureGates,
 )
@@ -138,6 +145,7 @@ class CoreConfig:
     configurable_tolerance: bool = True  # HPAConfigurableTolerance
     pod_level_resources: bool = True  # PodLevelResources
     hpa_generation: bool = False  # HPAGeneration (alpha): status.observedGeneration
+    selection_strategy: bool = False  # HPASelectionStrategy (alpha, KEP-5325)
 
     @classmethod
     def from_flags(
@@ -159,6 +167,7 @@ class CoreConfig:
             configurable_tolerance=gates.enabled(HPA_CONFIGURABLE_TOLERANCE),
             pod_level_resources=gates.enabled(POD_LEVEL_RESOURCES),
             hpa_generation=gates.enabled(HPA_GENERATION),
+            selection_strategy=gates.enabled(HPA_SELECTION_STRATEGY),
         )
 
     def calculator(self) -> ReplicaCalculator:
@@ -197,6 +206,9 @@ class SyncInputs:
       for a new key).
     * ``selector_result``: the selector validation of these very inputs, as
       :func:`with_selector` stores it (None: computed when needed).
+    * ``pod_owners``: with the OwnerReference selection strategy
+      (:mod:`hpactl.core.pod_selection`), the controller uids of the target's pods
+      (None: every label-selected pod counts).
     """
 
     hpa: HPA
@@ -210,6 +222,7 @@ class SyncInputs:
     scale_error: str = ""
     scale_error_stage: Literal["version", "mapping", "get"] = "get"
     selector_result: SelectorResult | None = None
+    pod_owners: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -698,6 +711,10 @@ def decide(inputs: SyncInputs) -> Plan:
     conds = original.conditions
     events: list[Event] = []
     history = inputs.history
+    strategy = selection_strategy(hpa, config.selection_strategy)
+    if config.selection_strategy:
+        conds, strategy_events = apply_strategy_condition(conds, strategy, now)
+        events.extend(strategy_events)
 
     # §3: any failure to read the scale subresource.
     if inputs.scale is None:
@@ -828,12 +845,16 @@ def decide(inputs: SyncInputs) -> Plan:
 
     # §6: metrics.
     tolerances = tolerances_for_hpa(hpa, config.tolerance, config.configurable_tolerance)
+    pods: Sequence[PodView] = sel.pods
+    metric_inputs: Sequence[MetricInput] = inputs.metrics
+    if strategy.strategy == OWNER_REFERENCE and inputs.pod_owners is not None:
+        pods, metric_inputs = owned_only(pods, metric_inputs, inputs.pod_owners)
     res = compute_replicas_for_metrics(
         hpa,
         scale.spec_replicas,
         scale.status_replicas,
-        sel.pods,
-        inputs.metrics,
+        pods,
+        metric_inputs,
         config.calculator(),
         tolerances,
         now,

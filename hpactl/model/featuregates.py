@@ -45,6 +45,9 @@ HPA_OPTIMIZED_SELECTOR_STORE = "HPAOptimizedSelectorStore"
 # hpactl's own (kube-controller-manager has no such gate): a Warning event when the
 # pods of a target spread with more skew than its template's maxSkew allows.
 HPA_TOPOLOGY_SKEW_EVENTS = "HPATopologySkewEvents"
+# KEP-5325's gate: the per-HPA pod selection strategy (hpactl reads it from the
+# hpactl.dev/selection-strategy annotation until the spec field ships).
+HPA_SELECTION_STRATEGY = "HPASelectionStrategy"
 
 # Meta gates that set every non-locked alpha (beta) gate the same command line does
 # not name explicitly (featuregate.go: allAlphaGate / allBetaGate).
@@ -105,6 +108,15 @@ KNOWN_GATES: Mapping[str, GateSpec] = MappingProxyType(
                 "hpactl's own, not kube-controller-manager's: a Warning event "
                 "TopologySkewExceeded when, after a rescale, the target's pods spread with "
                 "more skew than a topologySpreadConstraint's maxSkew.",
+            ),
+            GateSpec(
+                HPA_SELECTION_STRATEGY,
+                False,
+                Stage.ALPHA,
+                False,
+                "KEP-5325: an HPA annotated hpactl.dev/selection-strategy: OwnerReference "
+                "counts only the label-selected pods its target owns (directly, or through "
+                "the ReplicaSets a Deployment owns).",
             ),
         )
     }

@@ -20,6 +20,7 @@ from typing import Any
 __all__ = [
     "ContainerView",
     "PodView",
+    "controller_uid",
     "is_pod_ready_running",
     "pod_view_from_raw",
 ]
@@ -64,6 +65,10 @@ class PodView:
     ready_unknown: bool = False
     # spec.nodeName ("" until scheduled), interned: a few nodes carry many pods.
     node_name: str = ""
+    # The uid of the controller ownerReference (``metav1.GetControllerOf``; "" if
+    # none), interned: the pods of one ReplicaSet share it. Only the
+    # OwnerReference pod selection strategy (KEP-5325) reads it.
+    owner_uid: str = ""
 
 
 def is_pod_ready_running(pod: PodView) -> bool:
@@ -177,6 +182,15 @@ def _pod_level_requests(
     return reqs
 
 
+def controller_uid(meta: Mapping[str, Any]) -> str:
+    """The uid of the first ownerReference with ``controller: true`` ("" if none),
+    interned (Go ``metav1.GetControllerOf``)."""
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return sys.intern(str(ref.get("uid") or ""))
+    return ""
+
+
 def pod_view_from_raw(raw: Mapping[str, Any]) -> PodView:
     """Project a raw Pod JSON object (as decoded from the API) into a :class:`PodView`."""
     meta = raw.get("metadata") or {}
@@ -217,4 +231,5 @@ def pod_view_from_raw(raw: Mapping[str, Any]) -> PodView:
         pod_requests=pod_requests,
         ready_unknown=ready_unknown,
         node_name=sys.intern(str(spec.get("nodeName") or "")),
+        owner_uid=controller_uid(meta),
     )

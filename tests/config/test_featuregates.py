@@ -9,6 +9,7 @@ from hpactl.model.featuregates import (
     HPA_GENERATION,
     HPA_OPTIMIZED_SELECTOR_STORE,
     HPA_SCALE_TO_ZERO,
+    HPA_SELECTION_STRATEGY,
     HPA_TOPOLOGY_SKEW_EVENTS,
     KNOWN_GATES,
     POD_LEVEL_RESOURCES,
@@ -32,6 +33,7 @@ def test_defaults_are_kube_controller_manager_1_37() -> None:
         STALE_CONTROLLER_CONSISTENCY_HPA: True,
         # hpactl's own: off, so that by default the events are exactly upstream's.
         HPA_TOPOLOGY_SKEW_EVENTS: False,
+        HPA_SELECTION_STRATEGY: False,  # KEP-5325, alpha in hpactl
     }
     assert KNOWN_GATES[HPA_GENERATION].stage is Stage.ALPHA
     assert KNOWN_GATES[HPA_TOPOLOGY_SKEW_EVENTS].stage is Stage.ALPHA

@@ -1,0 +1,102 @@
+"""KEP-5325 pod selection: annotation parsing, the owner set, the filter (pure)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hpactl.cache.projections import workload_scale_from_raw
+from hpactl.core.pod_selection import (
+    LABEL_SELECTOR,
+    OWNER_REFERENCE,
+    apply_strategy_condition,
+    owned_only,
+    owner_uids,
+    selection_strategy,
+)
+from hpactl.model.hpa import HPA, hpa_from_raw
+from hpactl.model.metrics import ExternalMetricValues, PodMetric
+from hpactl.model.pod import PodView, pod_view_from_raw
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _hpa(annotations: dict[str, str] | None = None) -> HPA:
+    meta: dict[str, object] = {"name": "web", "namespace": "ns"}
+    if annotations is not None:
+        meta["annotations"] = annotations
+    return hpa_from_raw(
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": meta,
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "maxReplicas": 5,
+            },
+        }
+    )
+
+
+def _pod(name: str, owners: list[dict[str, object]] | None = None) -> PodView:
+    meta: dict[str, object] = {"name": name, "namespace": "ns", "labels": {"app": "web"}}
+    if owners is not None:
+        meta["ownerReferences"] = owners
+    return pod_view_from_raw({"metadata": meta, "spec": {}, "status": {}})
+
+
+def test_strategy_from_the_annotation_only_with_the_gate() -> None:
+    annotated = _hpa({"hpactl.dev/selection-strategy": "OwnerReference"})
+    assert selection_strategy(annotated, True).strategy == OWNER_REFERENCE
+    assert selection_strategy(annotated, False).strategy == LABEL_SELECTOR
+    assert selection_strategy(_hpa(), True).strategy == LABEL_SELECTOR
+    bad = selection_strategy(_hpa({"hpactl.dev/selection-strategy": "OwnerReferences"}), True)
+    assert bad.strategy == LABEL_SELECTOR and bad.error is not None
+    assert "'OwnerReferences'" in bad.error
+    conds, events = apply_strategy_condition((), bad, NOW)
+    assert [(c.type, c.status, c.reason) for c in conds] == [
+        ("SelectionStrategyValid", "False", "InvalidSelectionStrategy")
+    ]
+    assert [(e.type, e.reason) for e in events] == [("Warning", "InvalidSelectionStrategy")]
+    assert apply_strategy_condition(conds, selection_strategy(_hpa(), True), NOW) == ((), ())
+
+
+def test_controller_owner_is_projected() -> None:
+    refs = [
+        {"kind": "Job", "uid": "job-1"},  # not the controller
+        {"kind": "ReplicaSet", "uid": "rs-1", "controller": True},
+    ]
+    assert _pod("a", refs).owner_uid == "rs-1"
+    assert _pod("b").owner_uid == ""
+    assert _pod("c", [{"kind": "Job", "uid": "job-1", "controller": False}]).owner_uid == ""
+    rs = workload_scale_from_raw(
+        "ReplicaSet",
+        {
+            "metadata": {
+                "name": "web-1",
+                "uid": "rs-1",
+                "ownerReferences": [{"kind": "Deployment", "uid": "dep-1", "controller": True}],
+            },
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+    assert (rs.uid, rs.owner_uid) == ("rs-1", "dep-1")
+
+
+def test_owner_set_follows_the_target_s_replicasets() -> None:
+    rs = [("rs-old", "dep"), ("rs-new", "dep"), ("rs-other", "dep-2"), ("rs-bare", "")]
+    assert owner_uids("dep", rs) == {"dep", "rs-old", "rs-new"}
+    assert owner_uids("", rs) is None  # unknown target: no filtering (the KEP's fallback)
+
+
+def test_filter_drops_the_stranger_from_pods_and_per_pod_metrics() -> None:
+    mine = _pod("web-1", [{"uid": "rs-new", "controller": True}])
+    stranger = _pod("debug")
+    sample = PodMetric(NOW, timedelta(seconds=30), 100)
+    external = ExternalMetricValues((5,), NOW)
+    pods, metrics = owned_only(
+        [mine, stranger],
+        [{"web-1": sample, "debug": sample}, external, None],
+        frozenset({"dep", "rs-new"}),
+    )
+    assert pods == (mine,)
+    assert metrics == ({"web-1": sample}, external, None)
