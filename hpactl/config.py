@@ -50,6 +50,10 @@ SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 LogFormat = Literal["json", "console"]
 
 
+#: Upper bound of --shards: each shard is a Lease renewed every retry period.
+MAX_SHARDS = 256
+
+
 class ConfigError(ValueError):
     """Bad configuration. ``str(err)`` is one line: ``<flag or field>: <problem>``."""
 
@@ -145,6 +149,9 @@ class ControllerConfig:
     metrics_auth: MetricsAuthConfig = field(default_factory=MetricsAuthConfig)
     # Shadow mode: decide and compare with the writing controller, write nothing.
     shadow: bool = False
+    # Active-active sharding: HPAs split by a stable hash into this many shards, each
+    # owned through its own Lease (1: one leader Lease, as kube-controller-manager).
+    shards: int = 1
     # Decision records kept per HPA (0: none) and the debug endpoint serving them.
     decision_records: int = 5
     enable_debug_endpoints: bool = False
@@ -428,6 +435,18 @@ SETTINGS: tuple[Setting, ...] = (
         "records (hpactl_shadow_divergences_total; docs/shadow.md). Needs only read access "
         "(manifests/shadow/). Run one replica.",
         _HPA + "shadow",
+    ),
+    Setting(
+        "shards",
+        ("--shards",),
+        "int32",
+        SECTION_HPA,
+        "Split the HorizontalPodAutoscalers into this many shards by a stable hash of "
+        "namespace/name, each owned through its own Lease (<leader-elect-resource-name>"
+        "-shard-<i>); every running replica takes a fair share and a dead replica's shards "
+        "are taken over within the lease duration (docs/high-availability.md). 1 is "
+        "kube-controller-manager's single leader. Needs --leader-elect when greater than 1.",
+        _HPA + "shards",
     ),
     # --- hpactl's own serving flags, named as controller-runtime names them, and the
     # secure-serving, authentication and authorization flags of kube-controller-manager
@@ -1194,6 +1213,15 @@ def validate(
                 f"{name(retry)}: must be less than {short(renew)} / 1.2 "
                 f"({d(le.retry_period)} >= {d(le.renew_deadline)} / 1.2)"
             )
+    if not 1 <= config.shards <= MAX_SHARDS:
+        raise ConfigError(
+            f"{name('shards')}: must be between 1 and {MAX_SHARDS}, got {config.shards}"
+        )
+    if config.shards > 1 and not le.leader_elect and not config.shadow:
+        raise ConfigError(
+            f"{name('shards')}: {config.shards} shards need --leader-elect "
+            "(each shard is owned through its own Lease)"
+        )
     if le.resource_lock != "leases":
         raise ConfigError(
             f"{name('leader_election.resource_lock')}: unsupported lock type "
@@ -1282,6 +1310,7 @@ def select_client_source(
 __all__ = [
     "API_VERSION",
     "KIND",
+    "MAX_SHARDS",
     "SETTINGS",
     "ClientConnectionConfig",
     "ClientSource",

@@ -111,6 +111,7 @@ DEFAULT_CASES: list[tuple[str, str | None]] = [
     ("--decision-records", "5"),
     ("--enable-debug-endpoints", "false"),
     ("--shadow", "false"),
+    ("--shards", "1"),
     ("--logging-format", '"json"'),
     ("-v", "0"),
     ("--kubeconfig", None),
@@ -134,6 +135,7 @@ def test_every_setting_is_covered_by_the_default_table() -> None:
 
 FLAG_CASES: list[tuple[list[str], str, Any]] = [
     (["--shadow"], "shadow", True),
+    (["--shards=3"], "shards", 3),
     (["--horizontal-pod-autoscaler-sync-period=30s"], "hpa.sync_period", timedelta(seconds=30)),
     (["--horizontal-pod-autoscaler-sync-period", "1m"], "hpa.sync_period", timedelta(minutes=1)),
     (["--horizontal-pod-autoscaler-tolerance=0.05"], "hpa.tolerance", 0.05),
@@ -623,3 +625,25 @@ def test_format_go_float_matches_strconv_g(value: float, text: str) -> None:
 )
 def test_parse_bind_address(text: str, expected: tuple[str, int] | None) -> None:
     assert parse_bind_address(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--shards=0"], "--shards: must be between 1 and 256, got 0"),
+        (["--shards=257"], "--shards: must be between 1 and 256, got 257"),
+        (
+            ["--shards=4", "--leader-elect=false"],
+            "--shards: 4 shards need --leader-elect (each shard is owned through its own Lease)",
+        ),
+    ],
+)
+def test_shards_bounds_and_leader_election(argv: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse(*argv)
+    assert str(err.value) == message
+
+
+def test_shards_accepted_with_leader_election() -> None:
+    assert parse("--shards=8").shards == 8
+    assert parse().shards == 1
