@@ -269,6 +269,7 @@ class Simulation:
         ``status`` key sets the status; one without keeps what the object has (the
         contract's ``apply`` rule: an HPA edited midway keeps its lastScaleTime)."""
         store = self.emu.store
+        obj = self._fill_owner_uids(obj, where)
         meta = obj.get("metadata") or {}
         try:
             rt = store.served_type(obj)
@@ -298,6 +299,37 @@ class Simulation:
             # The store's writes own these fields (as the API server does); a
             # scenario may still state them.
             store.force_metadata(stored, forced)
+
+    def _fill_owner_uids(self, obj: Obj, where: str) -> Obj:
+        """An ownerReference without ``uid`` names an object the scenario created
+        earlier (same namespace): its uid is filled in, since the emulator assigns
+        uids and a scenario cannot know them (docs/scenario-format.md)."""
+        meta = obj.get("metadata")
+        refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
+        if not isinstance(refs, list) or not any(
+            isinstance(r, dict) and not r.get("uid") for r in refs
+        ):
+            return obj
+        assert isinstance(meta, dict)
+        namespace = str(meta.get("namespace") or "default")
+        filled: list[Any] = []
+        for i, ref in enumerate(refs):
+            if isinstance(ref, dict) and not ref.get("uid"):
+                group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+                kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+                rt = self.emu.registry.by_kind(group, kind)
+                owner = (
+                    None if rt is None else self.emu.store.get(rt.group, rt.plural, namespace, name)
+                )
+                if owner is None:
+                    raise ScenarioError(
+                        f"{where}.metadata.ownerReferences[{i}]",
+                        f'{kind} "{name}" does not exist in {namespace}: an ownerReference '
+                        "without uid must name an object created before this one",
+                    )
+                ref = {**ref, "uid": owner["metadata"]["uid"]}
+            filled.append(ref)
+        return {**obj, "metadata": {**meta, "ownerReferences": filled}}
 
     def _check_workload_kinds(self) -> None:
         """A workload target must be of a kind an HPA can scale (served with a scale

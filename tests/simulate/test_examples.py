@@ -48,6 +48,7 @@ def test_every_example_is_tested() -> None:
         "ingress-object-metric",
         "zones-spread",
         "zones-spread-anyway",
+        "owned-pods",  # tests/simulate/test_owned_pods_example.py
     }
     assert {p.stem for p in EXAMPLES.glob("*.yaml")} == tested
 
