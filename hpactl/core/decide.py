@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from hpactl.core import conditions as C
+from hpactl.core import metric_fallback
 from hpactl.core.behavior import (
     Normalized,
     calculate_scale_down_limit_with_behaviors,
@@ -68,6 +69,7 @@ from hpactl.core.pod_selection import (
 from hpactl.core.replica_calculator import ReplicaCalculator, Tolerances
 from hpactl.model.featuregates import (
     HPA_CONFIGURABLE_TOLERANCE,
+    HPA_EXTERNAL_METRIC_FALLBACK,
     HPA_GENERATION,
     HPA_SCALE_TO_ZERO,
     HPA_SELECTION_STRATEGY,
@@ -145,6 +147,7 @@ class CoreConfig:
     configurable_tolerance: bool = True  # HPAConfigurableTolerance
     pod_level_resources: bool = True  # PodLevelResources
     hpa_generation: bool = False  # HPAGeneration (alpha): status.observedGeneration
+    metric_fallback: bool = False  # HPAExternalMetricFallback (KEP-5679; hpactl alpha)
     selection_strategy: bool = False  # HPASelectionStrategy (alpha, KEP-5325)
 
     @classmethod
@@ -167,6 +170,7 @@ class CoreConfig:
             configurable_tolerance=gates.enabled(HPA_CONFIGURABLE_TOLERANCE),
             pod_level_resources=gates.enabled(POD_LEVEL_RESOURCES),
             hpa_generation=gates.enabled(HPA_GENERATION),
+            metric_fallback=gates.enabled(HPA_EXTERNAL_METRIC_FALLBACK),
             selection_strategy=gates.enabled(HPA_SELECTION_STRATEGY),
         )
 
@@ -849,6 +853,10 @@ def decide(inputs: SyncInputs) -> Plan:
     metric_inputs: Sequence[MetricInput] = inputs.metrics
     if strategy.strategy == OWNER_REFERENCE and inputs.pod_owners is not None:
         pods, metric_inputs = owned_only(pods, metric_inputs, inputs.pod_owners)
+    # KEP-5679 (hpactl.dev/metric-fallback): fallback replicas for failing metrics.
+    fb = metric_fallback.setup(hpa, config.metric_fallback, history, conds, now)
+    history, conds = fb.history, fb.conditions
+    events.extend(fb.events)
     res = compute_replicas_for_metrics(
         hpa,
         scale.spec_replicas,
@@ -858,8 +866,13 @@ def decide(inputs: SyncInputs) -> Plan:
         config.calculator(),
         tolerances,
         now,
+        None if fb.config is None else metric_fallback.substitute(fb.config, history, hpa, now),
     )
     events.extend(res.events)
+    if fb.config is not None:
+        settled = metric_fallback.settle(fb.config, hpa, history, res.outcomes, conds, now)
+        history, conds = settled.history, settled.conditions
+        events.extend(settled.events)
     metric_expl = tuple(
         _metric_explanation(o, hpa.spec.metrics[o.index], tolerances) for o in res.outcomes
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 __all__ = [
+    "FailingMetric",
     "History",
     "Recommendation",
     "ScaleEvent",
@@ -50,6 +51,19 @@ class ScaleEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class FailingMetric:
+    """A metric with a fallback (HPAExternalMetricFallback) failing since ``since``.
+
+    ``metric`` names it as ``<index>/<label>`` (a spec edit that moves or changes the
+    metric starts afresh); ``active``: its fallback replica count is in use.
+    """
+
+    metric: str
+    since: datetime
+    active: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class History:
     """Everything upstream remembers about one HPA between reconciles.
 
@@ -60,6 +74,8 @@ class History:
     recommendations: tuple[Recommendation, ...] = ()
     scale_up_events: tuple[ScaleEvent, ...] = ()
     scale_down_events: tuple[ScaleEvent, ...] = ()
+    # hpactl's metric fallback (only for HPAs that opted in): the failing metrics.
+    failing_metrics: tuple[FailingMetric, ...] = ()
 
 
 def in_window(ts: datetime, cutoff: datetime) -> bool:

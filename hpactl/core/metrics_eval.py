@@ -13,7 +13,7 @@ as data in call order, so the caller can replay them exactly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -648,8 +648,13 @@ def compute_replicas_for_metrics(
     calc: ReplicaCalculator,
     tolerances: Tolerances,
     now: datetime,
+    fallback: Callable[[MetricOutcome], MetricOutcome] | None = None,
 ) -> MetricsResult:
-    """``horizontal.go: computeReplicasForMetrics`` after the selector was validated."""
+    """``horizontal.go: computeReplicasForMetrics`` after the selector was validated.
+
+    ``fallback`` (hpactl's metric fallback) may turn a failed metric's outcome into
+    one that proposes its fallback replicas; None is upstream's behaviour.
+    """
     specs = hpa.spec.metrics
     outcomes: list[MetricOutcome] = []
     events: list[Event] = []
@@ -662,6 +667,8 @@ def compute_replicas_for_metrics(
         o = compute_replicas_for_metric(
             hpa, i, spec, spec_replicas, status_replicas, pods, data, calc, tolerances, now
         )
+        if fallback is not None and o.replicas is None:
+            o = fallback(o)
         outcomes.append(o)
         events.extend(o.events)
         if o.replicas is None:
