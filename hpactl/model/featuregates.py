@@ -48,6 +48,14 @@ HPA_TOPOLOGY_SKEW_EVENTS = "HPATopologySkewEvents"
 # KEP-5679's gate: fallback replicas for a metric failing for a configured duration,
 # read by hpactl from the annotation hpactl.dev/metric-fallback for every metric type.
 HPA_EXTERNAL_METRIC_FALLBACK = "HPAExternalMetricFallback"
+# KEP-6003's gate (alpha targeted for 1.38): a per-HPA sync period, read by hpactl from
+# the annotation hpactl.dev/sync-period-seconds (docs/extensions.md).
+HPA_CONFIGURABLE_SYNC_PERIOD = "HPAConfigurableSyncPeriod"
+# hpactl's own (KEP-3428 names no gate): honour autoscaling.kubernetes.io/suspend.
+HPA_SUSPEND = "HPASuspend"
+# hpactl's own: stabilization and scale-event history kept in ConfigMaps so that a new
+# leader (or a shard's new owner) decides as the old one would have (docs/high-availability.md).
+HPA_HISTORY_PERSISTENCE = "HPAHistoryPersistence"
 # KEP-5325's gate: the per-HPA pod selection strategy (hpactl reads it from the
 # hpactl.dev/selection-strategy annotation until the spec field ships).
 HPA_SELECTION_STRATEGY = "HPASelectionStrategy"
@@ -120,6 +128,33 @@ KNOWN_GATES: Mapping[str, GateSpec] = MappingProxyType(
                 "KEP-5679, read from the annotation hpactl.dev/metric-fallback for every "
                 "metric type: a metric failing for failureDuration (default 3m) proposes "
                 "its fallback replica count (ExternalMetricFallbackActive condition).",
+            ),
+            GateSpec(
+                HPA_CONFIGURABLE_SYNC_PERIOD,
+                False,
+                Stage.ALPHA,
+                False,
+                "KEP-6003 (alpha targeted for 1.38), read from the annotation "
+                "hpactl.dev/sync-period-seconds (1-3600): an HPA synced at its own period "
+                "instead of --horizontal-pod-autoscaler-sync-period.",
+            ),
+            GateSpec(
+                HPA_SUSPEND,
+                False,
+                Stage.ALPHA,
+                False,
+                "hpactl's own gate for KEP-3428: an HPA annotated "
+                "autoscaling.kubernetes.io/suspend=true is not scaled (ScalingActive=False, "
+                "reason Suspended) until the annotation is removed or false.",
+            ),
+            GateSpec(
+                HPA_HISTORY_PERSISTENCE,
+                False,
+                Stage.ALPHA,
+                False,
+                "hpactl's own: each HPA's stabilization recommendations and scale events are "
+                "kept in ConfigMaps in hpactl's namespace and read back by the next leader "
+                "(or shard owner), so a failover or restart does not drop them.",
             ),
             GateSpec(
                 HPA_SELECTION_STRATEGY,

@@ -6,11 +6,10 @@ import pytest
 
 from hpactl.model.featuregates import (
     HPA_CONFIGURABLE_TOLERANCE,
-    HPA_EXTERNAL_METRIC_FALLBACK,
     HPA_GENERATION,
+    HPA_HISTORY_PERSISTENCE,
     HPA_OPTIMIZED_SELECTOR_STORE,
     HPA_SCALE_TO_ZERO,
-    HPA_SELECTION_STRATEGY,
     HPA_TOPOLOGY_SKEW_EVENTS,
     KNOWN_GATES,
     POD_LEVEL_RESOURCES,
@@ -24,19 +23,24 @@ from hpactl.model.featuregates import (
 
 
 def test_defaults_are_kube_controller_manager_1_37() -> None:
-    gates = FeatureGates.defaults()
-    assert gates.as_dict() == {
+    gates = FeatureGates.defaults().as_dict()
+    upstream = {
         HPA_CONFIGURABLE_TOLERANCE: True,
         HPA_GENERATION: False,
         HPA_OPTIMIZED_SELECTOR_STORE: True,
         HPA_SCALE_TO_ZERO: True,
         POD_LEVEL_RESOURCES: True,
         STALE_CONTROLLER_CONSISTENCY_HPA: True,
-        # hpactl's own: off, so that by default the events are exactly upstream's.
-        HPA_TOPOLOGY_SKEW_EVENTS: False,
-        HPA_SELECTION_STRATEGY: False,  # KEP-5325, alpha in hpactl
-        HPA_EXTERNAL_METRIC_FALLBACK: False,  # KEP-5679, alpha in hpactl
     }
+    assert {k: gates[k] for k in upstream} == upstream
+    # Every other gate is hpactl's own (or an upstream proposal's not in 1.37): alpha and
+    # off, so that by default status, conditions and events are exactly upstream's.
+    own = set(gates) - set(upstream)
+    assert HPA_TOPOLOGY_SKEW_EVENTS in own
+    assert HPA_HISTORY_PERSISTENCE in own
+    for name in own:
+        assert gates[name] is False, name
+        assert KNOWN_GATES[name].stage is Stage.ALPHA, name
     assert KNOWN_GATES[HPA_GENERATION].stage is Stage.ALPHA
     assert KNOWN_GATES[HPA_TOPOLOGY_SKEW_EVENTS].stage is Stage.ALPHA
     assert KNOWN_GATES[HPA_SCALE_TO_ZERO].stage is Stage.BETA
