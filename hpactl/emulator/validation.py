@@ -9,6 +9,8 @@ than 0`, aggregated as `Kind.group "name" is invalid: [...]`.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import re
 from typing import Any
@@ -454,6 +456,41 @@ _HPA_INTS: list[tuple[str, str, tuple[str, ...]]] = [
 ]
 
 
+#: core.MaxSecretSize: the most a ConfigMap's (or Secret's) values may hold together.
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+_BASE64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+
+
+def _configmap_causes(obj: Obj) -> list[Cause]:
+    """``ValidateConfigMap``'s size rule: the values of ``data`` (UTF-8 bytes) and of
+    ``binaryData`` (decoded bytes, not base64) together at most 1 MiB; the cause's field
+    is the empty path, printed ``[]``. A ``binaryData`` value that is not base64 never
+    reaches validation: decoding the request fails (400)."""
+    total = 0
+    for value in (obj.get("data") or {}).values():
+        if isinstance(value, str):
+            total += len(value.encode("utf-8"))
+    for value in (obj.get("binaryData") or {}).values():
+        text = str(value)
+        try:
+            total += len(base64.b64decode(text, validate=True))
+        except (binascii.Error, ValueError):
+            at = next((i for i, c in enumerate(text) if c not in _BASE64), len(text))
+            raise errors.bad_request(
+                'ConfigMap in version "v1" cannot be handled as a ConfigMap: '
+                f"illegal base64 data at input byte {at}"
+            ) from None
+    if total > MAX_CONFIGMAP_BYTES:
+        return [
+            (
+                "[]",
+                "FieldValueTooLong",
+                f"Too long: may not be more than {MAX_CONFIGMAP_BYTES} bytes",
+            )
+        ]
+    return []
+
+
 def validate_stored(rt: ResourceType, obj: Obj) -> None:
     """Validate an object in storage version after defaulting; raises 422 Invalid
     (400 for values of the wrong JSON type)."""
@@ -472,6 +509,8 @@ def validate_stored(rt: ResourceType, obj: Obj) -> None:
         and rt.plural in ("deployments", "replicasets", "statefulsets", "daemonsets")
     ) or (rt.plural == "replicationcontrollers" and not rt.group):
         causes += _workload_causes(rt, obj)
+    elif rt.plural == "configmaps" and not rt.group:
+        causes += _configmap_causes(obj)
     if causes:
         raise errors.invalid(rt.kind, rt.group, str(meta.get("name") or ""), causes)
 
