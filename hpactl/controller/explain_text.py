@@ -201,6 +201,11 @@ def answer(e: Doc, *, would: bool = False) -> str:
             f"not scaled: the target has {cur} replicas, which turns autoscaling off "
             "(ScalingDisabled); scale the target up to turn it back on"
         )
+    if path == "suspended":
+        return (
+            f"not scaled: the HPA is suspended (autoscaling.kubernetes.io/suspend=true, "
+            f"HPASuspend); the target keeps its {cur} replicas until it is resumed"
+        )
     if path == "pre-check-max":
         return (
             f"{_movement(e, would=would)}: the target had {cur} replicas, above maxReplicas "

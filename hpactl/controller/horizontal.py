@@ -42,6 +42,12 @@
   ambiguity check — evolves as if the HPAs were synced one after the other.
 * ``start_scheduling`` / ``stop_scheduling`` run a :class:`SyncSupervisor` (the leader
   only). Starting afresh drops every history: a new leader starts empty, as upstream.
+* Per-HPA sync periods (gate ``HPAConfigurableSyncPeriod``, KEP-6003, annotation
+  ``hpactl.dev/sync-period-seconds``): the supervisor schedules each HPA at
+  :meth:`HorizontalController.sync_period_of`, a changed annotation reschedules the
+  waiting tick, the metrics fetched for a sync are no older than the HPA's own
+  period (``ASKER_PERIOD``), and ``sync_all`` syncs only the HPAs whose period has
+  passed since their last sync (every HPA at the first call).
 """
 
 from __future__ import annotations
@@ -81,11 +87,13 @@ from hpactl.core.decide import (
 from hpactl.core.history import History
 from hpactl.core.metrics_eval import WARNING, Event
 from hpactl.core.pod_selection import wants_owned_pods
+from hpactl.core.sync_period import effective_sync_period
 from hpactl.kube.errors import ApiError, KubeError, NotLeader, TransportError
 from hpactl.kube.events import EventRecorder, Involved, ObjectRef
 from hpactl.kube.scaling import StaleScale, update_scale
 from hpactl.kube.session import KubeSession
 from hpactl.kube.status import update_hpa_status
+from hpactl.metrics.shared import ASKER_PERIOD
 from hpactl.model.hpa import HPA
 from hpactl.model.topology import skew_by_key
 from hpactl.obs.metrics import ControllerMetrics
@@ -242,6 +250,8 @@ class HorizontalController:
         self._written_list: dict[str, int] = {}
         self._uncertain: dict[str, _UncertainRescale] = {}
         self._invalid_reported: dict[str, str] = {}
+        # HPAConfigurableSyncPeriod: when sync_all last synced each HPA (monotonic).
+        self._last_synced: dict[str, float] = {}
         self.supervisor: SyncSupervisor | None = None
         self.on_record: Callable[[SyncRecord], None] | None = None
         # Shadow mode: decide, write nothing, compare with the writing controller.
@@ -281,6 +291,14 @@ class HorizontalController:
             and self.supervisor is not None
         ):
             self.supervisor.wake(key)
+        if (
+            self.config.configurable_sync_period
+            and self.supervisor is not None
+            and isinstance(old, HPA)
+            and isinstance(new, HPA)
+            and old.annotations != new.annotations
+        ):
+            self.supervisor.reperiod(key)
 
     def on_delete(self, key: str, _obj: object) -> None:
         if self.supervisor is not None:
@@ -299,6 +317,7 @@ class HorizontalController:
         self._written_list.pop(key, None)
         self._uncertain.pop(key, None)
         self._invalid_reported.pop(key, None)
+        self._last_synced.pop(key, None)
         self._skew_pending.discard(key)
         series = self._skew_series.pop(key, None)
         if self.shadow is not None:
@@ -329,6 +348,7 @@ class HorizontalController:
             self._scheduled_sync,
             forget=self.forget,
             on_lag=on_lag,
+            period_of=self.sync_period_of if self.config.configurable_sync_period else None,
         )
         self.supervisor = sup
         sup.start(self.hpas.keys())
@@ -342,6 +362,27 @@ class HorizontalController:
     async def _scheduled_sync(self, key: str) -> None:
         await self.sync_one(key)
 
+    def sync_period_of(self, key: str) -> float:
+        """Seconds between two syncs of ``key``: its KEP-6003 period, else the flag's."""
+        if not self.config.configurable_sync_period:
+            return self.sync_period
+        hpa = self.hpas.get(*_split(key))
+        if hpa is None:
+            return self.sync_period
+        return effective_sync_period(hpa, True, self.sync_period)
+
+    def _due(self, keys: Sequence[str]) -> list[str]:
+        """The keys whose own period has passed since ``sync_all`` last synced them."""
+        now = self.clock.monotonic()
+        due = []
+        for key in keys:
+            last = self._last_synced.get(key)
+            # A hair of slack: steps land on the period exactly, in floating point.
+            if last is None or now - last >= self.sync_period_of(key) - 1e-6:
+                due.append(key)
+                self._last_synced[key] = now
+        return due
+
     # -- syncs ------------------------------------------------------------------------
 
     async def sync_all(self) -> list[SyncRecord]:
@@ -351,6 +392,8 @@ class HorizontalController:
         keys = self.hpas.keys()
         for key in keys:
             self.selectors.register(key)
+        if self.config.configurable_sync_period:
+            keys = self._due(keys)
         sem = asyncio.Semaphore(self.concurrency)
 
         async def one(key: str) -> SyncRecord | None:
@@ -537,7 +580,16 @@ class HorizontalController:
             # fetched; doing the same here (before the first await) also makes
             # concurrent syncs in sync_all see each other in key order.
             self.selectors.set(key, inputs.selector_result.selector)
-            fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector)
+            token = (
+                ASKER_PERIOD.set(effective_sync_period(hpa, True, self.sync_period))
+                if self.config.configurable_sync_period
+                else None
+            )
+            try:
+                fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector)
+            finally:
+                if token is not None:
+                    ASKER_PERIOD.reset(token)
             inputs = replace(inputs, metrics=tuple(f.value for f in fetched))
         plan = decide(inputs)
         if plan.selector is not None:

@@ -20,6 +20,10 @@ made each tick allocate several futures and kept the collector busy).
   HPAGeneration gate); a key woken while queued or syncing is synced again as soon as
   that sync ends. ``remove(key)`` drops a pending tick (cancelling a sync in flight)
   and calls ``forget``.
+- Per-key periods (KEP-6003, ``period_of``): each key's ticks are its own period
+  apart, read after each sync (and at the first spread), so a changed period
+  applies from the next tick on; ``reperiod(key)`` applies it to the tick already
+  waiting (a shorter period brings it forward, never before now).
 - A failing sync is logged by the caller's sync function; whatever escapes is caught
   here and the key is retried on its next tick: a worker never dies of it.
 - A sync that hangs holds one worker until it returns, so it delays no other key
@@ -33,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
 
@@ -42,6 +47,7 @@ from hpactl.clock import Clock
 
 SyncFn = Callable[[str], Awaitable[None]]
 LagObserver = Callable[[float], None]
+PeriodOf = Callable[[str], float]
 
 log = structlog.get_logger("hpactl.scheduling")
 
@@ -54,13 +60,14 @@ def spread_offset(key: str, period: float) -> float:
 
 
 class _KeySchedule:
-    __slots__ = ("gen", "key", "started", "state", "tick", "woken", "worker")
+    __slots__ = ("gen", "key", "period", "started", "state", "tick", "woken", "worker")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.state = _IDLE
         self.gen = 0  # bumped to invalidate the key's entry in the heap
         self.tick = 0.0  # the fixed-rate tick the next sync serves
+        self.period = 0.0  # the period the waiting tick was computed with
         self.started = 0.0  # when the sync being served was handed to the workers
         self.woken = False  # sync again as soon as the current one ends
         self.worker: asyncio.Task[None] | None = None
@@ -78,6 +85,7 @@ class SyncSupervisor:
         sync: SyncFn,
         forget: Callable[[str], None] = lambda _key: None,
         on_lag: LagObserver | None = None,
+        period_of: PeriodOf | None = None,
     ) -> None:
         if period <= 0:
             raise ValueError("sync period must be positive")
@@ -89,6 +97,7 @@ class SyncSupervisor:
         self._sync = sync
         self._forget = forget
         self._on_lag = on_lag
+        self._period_of = period_of
         self._keys: dict[str, _KeySchedule] = {}
         self._running = False
         self._heap: list[_Entry] = []
@@ -120,7 +129,8 @@ class SyncSupervisor:
             sched = self._keys.get(key)
             if sched is None:
                 sched = self._keys[key] = _KeySchedule(key)
-            sched.tick = now + spread_offset(key, self._period)
+            sched.period = self._key_period(key)
+            sched.tick = now + spread_offset(key, sched.period)
             self._push(sched, now if sched.woken else sched.tick)
             sched.woken = False
         for _ in range(self._concurrency):
@@ -184,10 +194,39 @@ class SyncSupervisor:
             sched.state = _IDLE
         self._forget(key)
 
+    def reperiod(self, key: str) -> None:
+        """Apply a changed period to ``key``'s waiting tick (one period after the last)."""
+        sched = self._keys.get(key)
+        if sched is None or not self._running or sched.state != _WAITING or not sched.period:
+            # Queued, syncing or due at once: the period is read when the sync ends.
+            return
+        period = self._key_period(key)
+        if period == sched.period:
+            return
+        tick = max(sched.tick - sched.period + period, self._clock.monotonic())
+        sched.period = period
+        sched.tick = tick
+        self._push(sched, tick)
+
     def keys(self) -> list[str]:
         return list(self._keys)
 
+    def period(self, key: str) -> float:
+        """The period ``key`` is scheduled with now."""
+        sched = self._keys.get(key)
+        return sched.period if sched is not None and sched.period else self._key_period(key)
+
     # -- internals ------------------------------------------------------------------
+
+    def _key_period(self, key: str) -> float:
+        if self._period_of is None:
+            return self._period
+        try:
+            period = self._period_of(key)
+        except Exception:  # a bad lookup must not stop the schedule
+            log.exception("sync period lookup failed; using the default", hpa=key)
+            return self._period
+        return period if period > 0 else self._period
 
     def _push(self, sched: _KeySchedule, due: float) -> None:
         sched.gen += 1
@@ -258,10 +297,12 @@ class SyncSupervisor:
             if not self._running or self._keys.get(sched.key) is not sched:
                 continue  # stopped while syncing, or removed: schedule no more
             # Fixed rate from the tick this sync served; skip ticks a slow sync overran.
-            tick = max(sched.tick, sched.started) + self._period
+            period = self._key_period(sched.key)
+            tick = max(sched.tick, sched.started) + period
             now = self._clock.monotonic()
-            while tick < now:
-                tick += self._period
+            if tick < now:  # skip whole periods a slow sync overran
+                tick += math.ceil((now - tick) / period) * period
+            sched.period = period
             sched.tick = tick
             if sched.woken:
                 sched.woken = False

@@ -41,6 +41,7 @@ from hpactl.core.behavior import (
     normalize_desired_replicas,
     normalize_desired_replicas_with_behaviors,
 )
+from hpactl.core.extension_conditions import annotation_problems, apply_problems
 from hpactl.core.history import (
     History,
     Recommendation,
@@ -67,12 +68,15 @@ from hpactl.core.pod_selection import (
     selection_strategy,
 )
 from hpactl.core.replica_calculator import ReplicaCalculator, Tolerances
+from hpactl.core.suspend import MSG_SUSPENDED, SUSPENDED_REASON, parse_suspension
 from hpactl.model.featuregates import (
+    HPA_CONFIGURABLE_SYNC_PERIOD,
     HPA_CONFIGURABLE_TOLERANCE,
     HPA_EXTERNAL_METRIC_FALLBACK,
     HPA_GENERATION,
     HPA_SCALE_TO_ZERO,
     HPA_SELECTION_STRATEGY,
+    HPA_SUSPEND,
     POD_LEVEL_RESOURCES,
     FeatureGates,
 )
@@ -149,6 +153,8 @@ class CoreConfig:
     hpa_generation: bool = False  # HPAGeneration (alpha): status.observedGeneration
     metric_fallback: bool = False  # HPAExternalMetricFallback (KEP-5679; hpactl alpha)
     selection_strategy: bool = False  # HPASelectionStrategy (alpha, KEP-5325)
+    configurable_sync_period: bool = False  # HPAConfigurableSyncPeriod (hpactl alpha)
+    suspend: bool = False  # HPASuspend (hpactl alpha)
 
     @classmethod
     def from_flags(
@@ -172,6 +178,8 @@ class CoreConfig:
             hpa_generation=gates.enabled(HPA_GENERATION),
             metric_fallback=gates.enabled(HPA_EXTERNAL_METRIC_FALLBACK),
             selection_strategy=gates.enabled(HPA_SELECTION_STRATEGY),
+            configurable_sync_period=gates.enabled(HPA_CONFIGURABLE_SYNC_PERIOD),
+            suspend=gates.enabled(HPA_SUSPEND),
         )
 
     def calculator(self) -> ReplicaCalculator:
@@ -425,6 +433,7 @@ LimitedBy = Literal[
     "none",
     "failed-get-scale",
     "scaling-disabled",
+    "suspended",
     "pre-check-max",
     "pre-check-min",
     "invalid-selector",
@@ -651,6 +660,8 @@ def _reaches_selector(inputs: SyncInputs) -> ScaleView | None:
     scale = inputs.scale
     if scale is None or not _precheck(inputs.hpa, scale.spec_replicas, inputs.config).needs_metrics:
         return None
+    if parse_suspension(inputs.hpa, inputs.config.suspend).suspended:
+        return None
     return scale
 
 
@@ -671,7 +682,7 @@ def needs_metrics(inputs: SyncInputs) -> bool:
     """Whether this sync will evaluate metrics (so the shell should fetch them).
 
     False when the scale read failed, in the zero/min/max pre-check paths, and when
-    the selector is missing, unparsable or ambiguous.
+    the selector is missing, unparsable or ambiguous, and while the HPA is suspended.
     """
     scale = _reaches_selector(inputs)
     return scale is not None and _selector(inputs, scale).selector is not None
@@ -729,6 +740,8 @@ def decide(inputs: SyncInputs) -> Plan:
             Cond(C.ABLE_TO_SCALE, C.FALSE, "FailedGetScale", C.MSG_FAILED_GET_SCALE.format(err)),
             now,
         )
+        if parse_suspension(hpa, config.suspend).suspended:
+            conds = _set(conds, _SUSPENDED, now)
         status = replace(original, conditions=conds)
         expl = Explanation(
             "failed-get-scale", None, None, limited_by=("failed-get-scale",), error=err
@@ -766,6 +779,8 @@ def decide(inputs: SyncInputs) -> Plan:
     if not config.scale_to_zero:
         conds = C.remove_condition(conds, C.SCALED_TO_ZERO)
     current = scale.spec_replicas
+    if parse_suspension(hpa, config.suspend).suspended:
+        return _suspended_plan(inputs, conds, current)
     history = record_initial_recommendation(history, current, now)
     min_replicas = _min_replicas(hpa)
     pre = _precheck(hpa, current, config)
@@ -1044,6 +1059,41 @@ def decide(inputs: SyncInputs) -> Plan:
         min_replicas,
         error=res.error,
         selector=sel.store,
+    )
+
+
+_SUSPENDED = Cond(C.SCALING_ACTIVE, C.FALSE, SUSPENDED_REASON, MSG_SUSPENDED)
+
+
+def _suspended_plan(inputs: SyncInputs, conds: tuple[HPACondition, ...], current: int) -> Plan:
+    """KEP-3428: a suspended HPA computes nothing and writes no scale.
+
+    Its status is that of upstream's other state where scaling is off
+    (``ScalingDisabled``: replicas 0): the current replicas, desired = current, no
+    metrics (none were computed; old ones would look current). The history is left
+    as it is, so the windows and scale events from before still count on resume.
+    """
+    hpa, config, now = inputs.hpa, inputs.config, inputs.now
+    conds = _set(conds, _SUSPENDED, now)
+    status = _set_status(hpa, config, conds, current, current, (), False, now)
+    expl = Explanation(
+        "suspended", current, current, limited_by=("suspended",), limit_reason=SUSPENDED_REASON
+    )
+    return Plan(
+        hpa,
+        now,
+        config,
+        current,
+        current,
+        False,
+        "",
+        status,
+        (),
+        conds,
+        (),
+        inputs.history,
+        expl,
+        _min_replicas(hpa),
     )
 
 
@@ -1339,6 +1389,12 @@ def _outcome(
     label: Literal["none", "internal", "spec"] = "none"
     if error is not None:
         label = "spec" if plan.error_is_spec else "internal"
+    config = plan.config
+    problems = annotation_problems(
+        plan.hpa, sync_period=config.configurable_sync_period, suspend=config.suspend
+    )
+    status = replace(status, conditions=apply_problems(status.conditions, problems, plan.now))
+    events = [*events, *(Event(WARNING, p.reason, p.message) for p in problems)]
     return Outcome(
         status=status,
         status_raw=status_to_raw(status),

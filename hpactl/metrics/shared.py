@@ -25,11 +25,19 @@
     same instant, ~100 requests at once against a burst of 30 at ten thousand HPAs,
     and every sync waits on the token bucket. Staggered, the re-lists spread over
     the period; an answer is still never older than one period.
+
+    Per-HPA sync periods (KEP-6003): the period that bounds an answer's age is the
+    asking HPA's own, set by the controller in :data:`ASKER_PERIOD` for the sync
+    (unset: ``period``). An answer is served to an asker only if it was requested
+    within the asker's current window (its period, at the namespace's offset), so an
+    HPA synced every 5 s never decides on a list a 60 s HPA fetched 40 s ago, while
+    the 60 s HPA happily reuses the 5 s HPA's fresher one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import zlib
 from collections.abc import Awaitable, Callable, Mapping
@@ -58,7 +66,12 @@ from hpactl.model.metrics import (
 )
 from hpactl.model.selectors import DOUBLE_EQUALS, EQUALS, IN, Selector, parse_selector
 
-__all__ = ["PodLabels", "SharedMetricsFetcher"]
+__all__ = ["ASKER_PERIOD", "PodLabels", "SharedMetricsFetcher"]
+
+#: The sync period (seconds) of the HPA whose sync is asking; None: the fetcher's own.
+ASKER_PERIOD: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "hpactl_asker_period", default=None
+)
 
 PodLabels = Callable[[str, str], Mapping[str, str] | None]
 Items = list[dict[str, Any]]
@@ -134,9 +147,9 @@ class SharedMetricsFetcher:
         self._clock = clock
         self._period = period
         self._pod_labels = pod_labels
-        # key -> (the key's period number, the request); every key starts with
+        # key -> (when the request was made, the request); every key starts with
         # (kind, namespace, ...).
-        self._cache: dict[tuple[Any, ...], tuple[int, asyncio.Future[Items]]] = {}
+        self._cache: dict[tuple[Any, ...], tuple[float, asyncio.Future[Items]]] = {}
         self._indexes: dict[tuple[Any, ...], _LabelIndex] = {}
         self._selectors: dict[str, Selector] = {}
         self.requests = 0
@@ -146,21 +159,23 @@ class SharedMetricsFetcher:
         self._cache.clear()
         self._indexes.clear()
 
-    def _epoch(self, namespace: str) -> int:
-        offset = period_offset(namespace, self._period)
-        return int((self._clock.monotonic() + offset) // self._period)
+    def _window_start(self, namespace: str, now: float) -> float:
+        """When the asker's current window began: answers from before are too old."""
+        asked = ASKER_PERIOD.get()
+        period = asked if asked is not None and asked > 0 else self._period
+        return now - (now + period_offset(namespace, period)) % period
 
     # -- the shared core -------------------------------------------------------------
     async def _items(self, key: tuple[Any, ...], call: Callable[[], Awaitable[Items]]) -> Items:
-        epoch = self._epoch(str(key[1]))
+        now = self._clock.monotonic()
         entry = self._cache.get(key)
-        if entry is not None and entry[0] == epoch:
+        if entry is not None and entry[0] >= self._window_start(str(key[1]), now):
             fut = entry[1]
             self.shared += 1
         else:
             self.requests += 1
             fut = asyncio.ensure_future(call())
-            self._cache[key] = (epoch, fut)
+            self._cache[key] = (now, fut)
             fut.add_done_callback(functools.partial(self._forget_failure, key))
         if fut.done():  # the common case once a period's list is in: no shield needed
             return fut.result()

@@ -784,7 +784,10 @@ _DEFAULT_METRICS = (
 
 #: Annotation prefixes projected into :attr:`HPA.annotations` (opt-in extensions; the
 #: upstream proposals' own annotation names are added here as features adopt them).
-EXTENSION_ANNOTATION_PREFIXES: tuple[str, ...] = ("hpactl.dev/",)
+EXTENSION_ANNOTATION_PREFIXES: tuple[str, ...] = (
+    "hpactl.dev/",
+    "autoscaling.kubernetes.io/suspend",  # KEP-3428
+)
 
 
 def _extension_annotations(meta: Mapping[str, Any]) -> Mapping[str, str]:

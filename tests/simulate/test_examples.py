@@ -48,6 +48,8 @@ def test_every_example_is_tested() -> None:
         "ingress-object-metric",
         "zones-spread",
         "zones-spread-anyway",
+        "per-hpa-period",  # tests/simulate/test_extension_examples.py
+        "suspend",  # tests/simulate/test_extension_examples.py
         "owned-pods",  # tests/simulate/test_owned_pods_example.py
     }
     assert {p.stem for p in EXAMPLES.glob("*.yaml")} == tested
