@@ -360,11 +360,12 @@ async def test_record_too_large_for_any_object_is_left_out_of_the_save(
     session: KubeSession,
 ) -> None:
     st = store(session, max_object_bytes=600)
-    huge = HistoryRecord("u", History(tuple(Recommendation(i, at(-i / 7)) for i in range(400))))
+    huge = HistoryRecord("u", History(tuple(Recommendation(i, at(-i / 7)) for i in range(200))))
     data = {**records(2), "ns/huge": huge}
     assert await st.save(data, epoch=1, now=at(0)) >= 1
     assert len(st.last_save_problems) == 1
     assert st.last_save_problems[0].startswith("history of ns/huge: not saved:")
+    assert "bytes encoded on its own, more than 600" in st.last_save_problems[0]
     assert (await store(session).load(epoch=1)).records == records(2)
 
 
@@ -375,3 +376,14 @@ async def test_foreign_object_with_our_label_is_ignored(session: KubeSession) ->
     assert loaded.problems == (
         "history object something-else: ignored: not a part of hpactl-history",
     )
+
+
+async def test_record_longer_than_a_load_accepts_is_left_out_of_the_save(
+    session: KubeSession,
+) -> None:
+    st = store(session)
+    long = HistoryRecord("u", History(tuple(Recommendation(i, at(-i)) for i in range(257))))
+    await st.save({**records(2), "ns/long": long}, epoch=1, now=at(0))
+    assert st.last_save_problems == ("history of ns/long: not saved: 257 entries, more than 256",)
+    loaded = await store(session).load(epoch=1)
+    assert loaded.records == records(2) and loaded.problems == ()
