@@ -128,6 +128,11 @@ class HistoryStore:
         #: Records the last :meth:`save` could not write (each alone too large).
         self.last_save_problems: tuple[str, ...] = ()
 
+    @property
+    def stored_bytes(self) -> int:
+        """Compressed bytes of the parts as last loaded or written (for metrics)."""
+        return sum(len(p.blob) for p in self._parts.values())
+
     # -- names ---------------------------------------------------------------------
     def part_name(self, index: int) -> str:
         return self.name if index == 0 else f"{self.name}-{index}"

@@ -147,8 +147,10 @@ async def test_split_into_parts_merge_back_and_shrink(session: KubeSession) -> N
         assert len(blob_of(obj)) <= 3000
         assert obj["metadata"]["annotations"][ANNOTATION_PARTS] == str(k)
     # The smallest k that fits: one part fewer would not.
-    loaded = await store(session, "replica-b").load(epoch=1)
+    reader = store(session, "replica-b")
+    loaded = await reader.load(epoch=1)
     assert loaded.records == data and loaded.problems == () and loaded.objects == k
+    assert reader.stored_bytes == loaded.bytes == st.stored_bytes
 
     small = records(3)
     assert await st.save(small, epoch=1, now=at(15)) == k  # part 0 + the others emptied
