@@ -89,6 +89,7 @@ def core_config(config: ControllerConfig) -> CoreConfig:
         pod_level_resources=gates.enabled(fg.POD_LEVEL_RESOURCES),
         hpa_generation=gates.enabled(fg.HPA_GENERATION),
         selection_strategy=gates.enabled(fg.HPA_SELECTION_STRATEGY),
+        metric_fallback=gates.enabled(fg.HPA_EXTERNAL_METRIC_FALLBACK),
         configurable_sync_period=gates.enabled(fg.HPA_CONFIGURABLE_SYNC_PERIOD),
         suspend=gates.enabled(fg.HPA_SUSPEND),
     )

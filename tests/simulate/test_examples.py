@@ -51,6 +51,7 @@ def test_every_example_is_tested() -> None:
         "per-hpa-period",  # tests/simulate/test_extension_examples.py
         "suspend",  # tests/simulate/test_extension_examples.py
         "owned-pods",  # tests/simulate/test_owned_pods_example.py
+        "metrics-fallback",  # tests/simulate/test_metrics_fallback_example.py
     }
     assert {p.stem for p in EXAMPLES.glob("*.yaml")} == tested
 
