@@ -36,6 +36,13 @@ assigned to someone else may be taken by any replica; it keeps such a shard unti
 set of live members changes, then hands it off as usual (handing it back at once would
 leave it unowned again for another 2 x lease_duration).
 
+One N. Shard i of 4 and shard i of 8 hold different HPAs, so replicas must agree on
+the count: each member lease carries its N (annotation ``hpactl.dev/shards``), the N of
+the oldest live member (creationTimestamp of its member lease, then identity) wins, and
+a replica running with another N takes no shard (``assignment`` empty, ``members``
+those sharing the winning N) until those members are gone, as in a rolling update
+that changes ``--shards``.
+
 Clean-up. When ``run`` is cancelled, every held shard is handed off (``on_releasing``,
 then release) and the member lease deleted. Member leases unchanged for
 ``member_gc_after`` (default 10 x lease_duration) are deleted by whoever sees them
@@ -65,6 +72,7 @@ from hpactl.kube.session import KubeSession
 from hpactl.model.times import format_micro_time
 
 __all__ = [
+    "ANNOTATION_SHARDS",
     "LABEL_LEASE_SET",
     "LABEL_MEMBER_OF",
     "LABEL_SHARD",
@@ -80,6 +88,7 @@ LABEL_LEASE_SET = "hpactl.dev/lease-set"
 LABEL_MEMBER_OF = "hpactl.dev/member-of"
 LABEL_SHARD_OF = "hpactl.dev/shard-of"
 LABEL_SHARD = "hpactl.dev/shard"
+ANNOTATION_SHARDS = "hpactl.dev/shards"  # on a member lease: the N it runs with
 
 
 class _ClockLike(Protocol):
@@ -94,6 +103,18 @@ def _default_clock() -> _ClockLike:
     from hpactl.clock import RealClock
 
     return RealClock()
+
+
+def _created(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def _int_or_none(value: object) -> int | None:
+    try:
+        n = int(str(value))
+    except ValueError:
+        return None
+    return n if n >= 1 else None
 
 
 def member_lease_name(name: str, identity: str) -> str:
@@ -120,6 +141,11 @@ class _Seen:
     def labels(self) -> Mapping[str, str]:
         labels: Mapping[str, str] = (self.obj.get("metadata") or {}).get("labels") or {}
         return labels
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        ann: Mapping[str, str] = (self.obj.get("metadata") or {}).get("annotations") or {}
+        return ann
 
     @property
     def rv(self) -> str:
@@ -196,6 +222,7 @@ class ShardManager:
         self._assignment: dict[int, str] = {}
         self._unowned_since: dict[int, float] = {}
         self._member_acquired = ""
+        self._other_count = 0  # the shard count of the oldest member, when not ours
 
     # -- state -------------------------------------------------------------------------
     def holds(self, shard: int) -> bool:
@@ -266,12 +293,29 @@ class ShardManager:
             seen[lease_name] = _Seen(obj, spec, changed_at)
         self._seen = seen
 
-    def _live_members(self, now: float) -> tuple[str, ...]:
-        live = {self.identity}
+    def _live_members(self, now: float) -> tuple[tuple[str, ...], int]:
+        """Live members sharing the shards, and the shard count they share.
+
+        Replicas must agree on N (shard i of 4 and shard i of 8 hold different HPAs):
+        the count of the oldest live member (creationTimestamp of its member lease, then
+        identity) wins; members running with another count take no shard until it is
+        gone, as in a rolling update that changes ``--shards``.
+        """
+        mine = self._seen.get(self.member_lease)
+        # not listed yet: the newest of all ("~" sorts after any timestamp)
+        candidates = [(_created(mine.obj) if mine else "~", self.identity, self.shards)]
         for seen in self._seen.values():
-            if seen.labels.get(LABEL_MEMBER_OF) == self.name and seen.valid(now):
-                live.add(seen.holder)
-        return tuple(sorted(live))
+            if (
+                seen.labels.get(LABEL_MEMBER_OF) != self.name
+                or seen.holder == self.identity
+                or not seen.valid(now)
+            ):
+                continue
+            shards = _int_or_none(seen.annotations.get(ANNOTATION_SHARDS))
+            if shards is not None:
+                candidates.append((_created(seen.obj), seen.holder, shards))
+        ref = min(candidates)[2]
+        return tuple(sorted({ident for _, ident, n in candidates if n == ref})), ref
 
     async def _renew_member(self) -> None:
         now = format_micro_time(self._clock.now())
@@ -285,6 +329,12 @@ class ShardManager:
         try:
             if mine is not None:
                 body = dict(mine.obj)
+                meta = dict(body.get("metadata") or {})
+                meta["annotations"] = {
+                    **(meta.get("annotations") or {}),
+                    ANNOTATION_SHARDS: str(self.shards),
+                }
+                body["metadata"] = meta
                 body["spec"] = spec
                 await put_json(
                     self._s, self._path(self.member_lease), body, timeout=self.renew_deadline
@@ -297,6 +347,7 @@ class ShardManager:
                         "name": self.member_lease,
                         "namespace": self.namespace,
                         "labels": {LABEL_LEASE_SET: self.name, LABEL_MEMBER_OF: self.name},
+                        "annotations": {ANNOTATION_SHARDS: str(self.shards)},
                     },
                     "spec": spec,
                 }
@@ -350,12 +401,30 @@ class ShardManager:
                 )
 
     def _reconcile(self, now: float) -> None:
-        live = self._live_members(now)
+        live, shards = self._live_members(now)
         if live != self._members:
             log.info(
                 "shards %s: live members %s (seen by %s)", self.name, ", ".join(live), self.identity
             )
         self._members = live
+        if shards != self.shards:
+            if self._other_count != shards:
+                self._other_count = shards
+                log.warning(
+                    "shards %s: %s takes no shard: live members %s run with %d shards, "
+                    "this replica with %d",
+                    self.name,
+                    self.identity,
+                    ", ".join(live),
+                    shards,
+                    self.shards,
+                )
+            self._assignment = {}
+            self._unowned_since.clear()
+            for shard, tenure in list(self._tenures.items()):
+                self._let_go(shard, tenure, "")
+            return
+        self._other_count = 0
         assignment = assign_shards(self.shards, live)
         self._assignment = assignment
         view = frozenset(live)
@@ -387,8 +456,6 @@ class ShardManager:
                     )
                     self._start(shard, view)
                 continue
-            if t.stopping or t.handoff is not None:
-                continue
             if t.fallback_view == view:  # a fallback tenure, nothing changed since
                 if (
                     not t.acquired
@@ -398,19 +465,23 @@ class ShardManager:
                 ):
                     self._stop_now(t)  # someone else took it after all
                 continue
-            if t.acquired:
-                log.info(
-                    "shards %s: shard %d moves from %s to %s",
-                    self.name,
-                    shard,
-                    self.identity,
-                    owner,
-                )
-                t.handoff = asyncio.create_task(
-                    self._hand_off(shard, t), name=f"shard-{shard}-handoff"
-                )
-            else:
-                self._stop_now(t)
+            self._let_go(shard, t, owner)
+
+    def _let_go(self, shard: int, t: _Tenure, owner: str) -> None:
+        """Hand off a held shard; stop trying to acquire one not held yet."""
+        if t.stopping or t.handoff is not None:
+            return
+        if t.acquired:
+            log.info(
+                "shards %s: shard %d moves from %s to %s",
+                self.name,
+                shard,
+                self.identity,
+                owner or "nobody",
+            )
+            t.handoff = asyncio.create_task(self._hand_off(shard, t), name=f"shard-{shard}-handoff")
+        else:
+            self._stop_now(t)
 
     # -- tenures -----------------------------------------------------------------------
     def _start(self, shard: int, fallback_view: frozenset[str] | None) -> None:

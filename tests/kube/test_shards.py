@@ -22,6 +22,7 @@ from hpactl.clock import RealClock
 from hpactl.emulator import Emulator
 from hpactl.kube.session import KubeSession
 from hpactl.kube.shards import (
+    ANNOTATION_SHARDS,
     LABEL_LEASE_SET,
     LABEL_MEMBER_OF,
     LABEL_SHARD,
@@ -188,6 +189,7 @@ async def test_one_replica_holds_every_shard_and_leaves_cleanly(emulator: Emulat
         member = lease(emulator, member_lease_name(NAME, "a"))
         assert member is not None and member["spec"]["holderIdentity"] == "a"
         assert member["metadata"]["labels"] == {LABEL_LEASE_SET: NAME, LABEL_MEMBER_OF: NAME}
+        assert member["metadata"]["annotations"] == {ANNOTATION_SHARDS: "5"}
         assert sorted(s for k, s in a.events if k == "acquired") == list(range(5))
 
         await a.stop()
@@ -329,6 +331,7 @@ async def test_a_shard_nobody_takes_is_taken_by_fallback_and_kept(emulator: Emul
             "name": ghost,
             "namespace": NS,
             "labels": {LABEL_LEASE_SET: NAME, LABEL_MEMBER_OF: NAME},
+            "annotations": {ANNOTATION_SHARDS: str(n)},
         },
         "spec": {"holderIdentity": "ghost", "leaseDurationSeconds": 2},
     }
@@ -369,6 +372,7 @@ async def test_expired_member_leases_are_deleted(emulator: Emulator) -> None:
                 "name": dead,
                 "namespace": NS,
                 "labels": {LABEL_LEASE_SET: NAME, LABEL_MEMBER_OF: NAME},
+                "annotations": {ANNOTATION_SHARDS: "2"},
             },
             "spec": {"holderIdentity": "dead-pod", "leaseDurationSeconds": 2},
         }
@@ -388,6 +392,38 @@ async def test_expired_member_leases_are_deleted(emulator: Emulator) -> None:
         await until(lambda: split_ok([a, b], 2))
         await a.stop()
         await b.stop()
+
+
+async def test_a_replica_with_another_shard_count_waits_for_the_old_ones_to_go(
+    emulator: Emulator,
+) -> None:
+    """Shard i of 4 and shard i of 8 hold different HPAs: during a rolling update that
+    changes N, the replicas with the new count take nothing until the old are gone."""
+    async with asyncio.timeout(30), KubeSession(master=emulator.url, qps=0) as s:
+        old = Replica(emulator, s, "a", 4)
+        new = Replica(emulator, s, "b", 8)
+        old.start()
+        await until(lambda: old.mgr.held == set(range(4)))
+        both: list[tuple[frozenset[int], frozenset[int]]] = []
+
+        async def watch() -> None:
+            while True:
+                if old.mgr.held and new.mgr.held:
+                    both.append((old.mgr.held, new.mgr.held))
+                await asyncio.sleep(0.005)
+
+        watcher = asyncio.create_task(watch())
+        new.start()
+        await until(lambda: new.mgr.members == ("a",))
+        await asyncio.sleep(2 * LD)
+        assert new.mgr.held == frozenset() and dict(new.mgr.assignment) == {}
+        assert new.events == []
+        assert old.mgr.held == set(range(4)) and old.mgr.members == ("a",)
+        await old.stop()
+        await until(lambda: new.mgr.held == set(range(8)) and new.mgr.members == ("b",))
+        watcher.cancel()
+        assert both == []
+        await new.stop()
 
 
 async def test_a_failing_on_acquired_counts_as_lost_and_is_retried(emulator: Emulator) -> None:
