@@ -110,8 +110,10 @@ class ControllerApp:
         sync_timeout: float = 60.0,
         call_timeout: float = 10.0,
         master: str | None = None,
+        user_agent: str | None = None,
     ) -> None:
         self.config = config
+        self._user_agent = user_agent
         self.clock: Clock = clock or RealClock()
         self._env = dict(env or {})
         self.metrics = metrics or ControllerMetrics()
@@ -173,6 +175,7 @@ class ControllerApp:
             burst=cfg.client.burst,
             request_timeout=self.call_timeout,
             on_request=self._on_request,
+            user_agent=self._user_agent,
         )
         await session.open()
         self.session = session

@@ -41,7 +41,13 @@
   (for targets read from the caches), so the selector store — and with it the
   ambiguity check — evolves as if the HPAs were synced one after the other.
 * ``start_scheduling`` / ``stop_scheduling`` run a :class:`SyncSupervisor` (the leader
-  only). Starting afresh drops every history: a new leader starts empty, as upstream.
+  only). Starting afresh drops every history: a new leader starts empty, as upstream,
+  unless it is handed the histories persisted by the previous one
+  (``HPAHistoryPersistence``, :mod:`hpactl.controller.persistence`).
+* Shards (``--shards N`` > 1, a stable hash of the namespace): the controller syncs
+  only the HPAs of the shards it holds (``start_shard`` / ``stop_shard``, driven by the shard manager), each sync
+  fenced by that shard's lease (``fence_for``): no write for a shard once its lease
+  cannot be proven ours, even while other shards are still held.
 * Per-HPA sync periods (gate ``HPAConfigurableSyncPeriod``, KEP-6003, annotation
   ``hpactl.dev/sync-period-seconds``): the supervisor schedules each HPA at
   :meth:`HorizontalController.sync_period_of`, a changed annotation reschedules the
@@ -87,11 +93,12 @@ from hpactl.core.decide import (
 from hpactl.core.history import History
 from hpactl.core.metrics_eval import WARNING, Event
 from hpactl.core.pod_selection import wants_owned_pods
+from hpactl.core.sharding import shard_of
 from hpactl.core.sync_period import effective_sync_period
 from hpactl.kube.errors import ApiError, KubeError, NotLeader, TransportError
 from hpactl.kube.events import EventRecorder, Involved, ObjectRef
 from hpactl.kube.scaling import StaleScale, update_scale
-from hpactl.kube.session import KubeSession
+from hpactl.kube.session import KubeSession, fenced_by, task_fence
 from hpactl.kube.status import update_hpa_status
 from hpactl.metrics.shared import ASKER_PERIOD
 from hpactl.model.hpa import HPA
@@ -165,6 +172,11 @@ def _outcome_unknown(exc: BaseException) -> bool:
     if isinstance(exc, TransportError | TimeoutError):
         return True
     return isinstance(exc, ApiError) and exc.code in _UNKNOWN_OUTCOME_CODES
+
+
+def _refuse() -> bool:
+    """The fence of a shard this replica does not hold."""
+    return False
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -253,6 +265,9 @@ class HorizontalController:
         # HPAConfigurableSyncPeriod: when sync_all last synced each HPA (monotonic).
         self._last_synced: dict[str, float] = {}
         self.supervisor: SyncSupervisor | None = None
+        # --shards: how many, and the shards this replica holds with their lease fences.
+        self.shards = 1
+        self._held: dict[int, Callable[[], bool]] = {}
         self.on_record: Callable[[SyncRecord], None] | None = None
         # Shadow mode: decide, write nothing, compare with the writing controller.
         self.shadow: ShadowComparer | None = None
@@ -273,7 +288,7 @@ class HorizontalController:
         if self.shadow is not None and isinstance(_obj, HPA):
             self.shadow.observe_writer(key, None, _obj)
         self.selectors.register(key)
-        if self.supervisor is not None:
+        if self.supervisor is not None and self.owns(key):
             self.supervisor.add(key)
         self._count_hpas()
 
@@ -334,12 +349,18 @@ class HorizontalController:
 
     # -- scheduling (leader only) -----------------------------------------------------
 
-    def start_scheduling(self) -> SyncSupervisor:
-        """Start periodic syncs of every known HPA, with empty histories."""
+    def start_scheduling(self, histories: Mapping[str, History] | None = None) -> SyncSupervisor:
+        """Start periodic syncs of every HPA this replica owns.
+
+        Histories start empty (a new leader, as upstream) or as ``histories`` (read
+        back from the cluster by a leader that persists them).
+        """
         self.history.clear()
         self.last_records.clear()
         self._written_rv.clear()
         self._uncertain.clear()
+        if histories:
+            self.history.update(histories)
         on_lag = self.metrics.schedule_lag.observe if self.metrics is not None else None
         sup = SyncSupervisor(
             self.clock,
@@ -351,8 +372,70 @@ class HorizontalController:
             period_of=self.sync_period_of if self.config.configurable_sync_period else None,
         )
         self.supervisor = sup
-        sup.start(self.hpas.keys())
+        keys = self.hpas.keys()
+        sup.start(k for k in keys if self.owns(k))
         return sup
+
+    # -- shards (--shards > 1) ---------------------------------------------------------
+
+    def shard_of(self, key: str) -> int:
+        """``key``'s shard: a stable hash of its namespace.
+
+        A namespace is the unit: the AmbiguousSelector check needs the selectors of
+        every HPA of the namespace, and the metrics of a namespace are fetched once
+        per period for all its HPAs; both stay within one replica.
+        """
+        return shard_of(key.partition("/")[0], self.shards)
+
+    def owns(self, key: str) -> bool:
+        """Whether this replica syncs ``key``: always without shards, else if its shard is held."""
+        return self.shards <= 1 or self.shard_of(key) in self._held
+
+    def fence_for(self, key: str) -> Callable[[], bool] | None:
+        """The write fence of ``key``'s shard (None without shards)."""
+        if self.shards <= 1:
+            return None
+        return self._held.get(self.shard_of(key), _refuse)
+
+    def shard_keys(self, shard: int) -> list[str]:
+        """The cached HPAs of ``shard``."""
+        keys = self.hpas.keys()
+        return [k for k in keys if self.shard_of(k) == shard]
+
+    @property
+    def held_shards(self) -> list[int]:
+        return sorted(self._held)
+
+    def start_shard(
+        self, shard: int, fence: Callable[[], bool], histories: Mapping[str, History] | None = None
+    ) -> None:
+        """Sync ``shard``'s HPAs from now on (first syncs spread over one period)."""
+        self._held[shard] = fence
+        for key, h in (histories or {}).items():
+            if self.shard_of(key) == shard:
+                self.history[key] = h
+        sup = self.supervisor
+        if sup is None:
+            sup = self.start_scheduling(dict(self.history))
+        sup.add_spread(self.shard_keys(shard))
+
+    async def drain_shard(self, shard: int, grace: float | None) -> None:
+        """Stop scheduling ``shard``'s HPAs; syncs in flight get ``grace`` to finish.
+
+        The shard's fence stays (a graceful hand-off still writes its history), and
+        what is remembered stays until ``forget_shard``.
+        """
+        if self.supervisor is not None:
+            await self.supervisor.drain(self.shard_keys(shard), grace)
+
+    def forget_shard(self, shard: int) -> None:
+        """Drop ``shard``: its writes are refused from now on and its state forgotten."""
+        self._held.pop(shard, None)
+        for key in [k for k in self.history if self.shard_of(k) == shard]:
+            self.history.pop(key, None)
+        for key in self.shard_keys(shard):
+            self.forget(key)
+            self.selectors.register(key)  # still known, only not ours to sync
 
     async def stop_scheduling(self, grace: float | None = None) -> None:
         sup, self.supervisor = self.supervisor, None
@@ -360,7 +443,11 @@ class HorizontalController:
             await sup.stop(grace)
 
     async def _scheduled_sync(self, key: str) -> None:
-        await self.sync_one(key)
+        if self.shards <= 1:
+            await self.sync_one(key)
+            return
+        with fenced_by(self.fence_for(key)):
+            await self.sync_one(key)
 
     def sync_period_of(self, key: str) -> float:
         """Seconds between two syncs of ``key``: its KEP-6003 period, else the flag's."""
@@ -411,7 +498,10 @@ class HorizontalController:
         """Reconcile one HPA; None when it no longer exists (its state is forgotten)."""
         ns, name = _split(key)
         fence = self._session.write_fence
-        if fence is not None and self.shadow is None and not fence():
+        own = task_fence.get()
+        if self.shadow is None and (
+            (fence is not None and not fence()) or (own is not None and not own())
+        ):
             log.info("hpa.skipped", hpa=key, reason="not-leader")
             return SyncRecord(key, None, None, False, "", None, skipped="not-leader")
         hpa = self.hpas.get(ns, name)

@@ -17,6 +17,19 @@ then syncs — directly, or only while holding the leader Lease when
 * SIGTERM / SIGINT: stop scheduling, letting syncs in flight finish for at most
   ``SHUTDOWN_GRACE`` seconds, release the lease, flush traces, exit 0.
 
+With the ``HPAHistoryPersistence`` gate (:mod:`hpactl.controller.persistence`), a new
+leader reads the histories the previous one persisted before its first sync, writes
+them back once per sync period while it leads, and once more before it releases the
+lease on shutdown.
+
+With ``--shards N`` > 1 (:class:`~hpactl.kube.shards.ShardManager`) there is no single
+leader: the replicas share N shards, each held through its own Lease; a replica syncs
+the HPAs of the shards it holds (each sync and its writes fenced by that shard's
+lease), loads a shard's persisted history when it wins it, and flushes it when it
+hands the shard off. ``/readyz?verbose`` and ``hpactl_shard_held`` say which shards it
+holds. Losing a shard without grace stops its syncs at once; when none is left, the
+caches are relisted before the next shard is taken, as after a lost leader lease.
+
 With ``--shadow`` (:mod:`hpactl.controller.shadow`) there is no leader election
 whatever ``--leader-elect`` says, the session refuses every mutating request, and the
 per-HPA schedule starts once the caches are synced: the controller decides and
@@ -32,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import signal
@@ -43,9 +57,12 @@ import structlog
 from hpactl.clock import RealClock
 from hpactl.config import ControllerConfig
 from hpactl.controller.app import ControllerApp
+from hpactl.controller.persistence import HeldShard, HistoryKeeper
 from hpactl.controller.serving import debug_endpoints, readiness, secure_serving
 from hpactl.kube.leader import LeaderElector, default_identity
-from hpactl.kube.session import check_server_certificate
+from hpactl.kube.session import check_server_certificate, default_user_agent
+from hpactl.kube.shards import ShardManager
+from hpactl.model import featuregates as fg
 from hpactl.obs.logging import configure_logging
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.server import ObservabilityServer
@@ -93,7 +110,8 @@ async def _main(config: ControllerConfig) -> int:
     tracing = setup_tracing(os.environ)
     metrics = ControllerMetrics()
     clock = RealClock()
-    state = {"leader": "starting"}
+    state = {"leader": "starting", "shards": ""}
+    identity = default_identity()
     server: ObservabilityServer | None = None
     try:
         # A certificate that does not verify is a configuration error, not an outage:
@@ -107,10 +125,13 @@ async def _main(config: ControllerConfig) -> int:
             metrics=metrics,
             tracer=tracing.tracer,
             wait_for_sync=False,
+            # The replica's identity in the API server's audit log (and the emulator's).
+            user_agent=f"{default_user_agent()} ({identity})",
         ) as app:
+            shards = (lambda: (True, state["shards"])) if config.shards > 1 else None
             server = ObservabilityServer(
                 metrics,
-                readiness(app, lambda: state["leader"]),
+                readiness(app, lambda: state["leader"], shards=shards),
                 config.metrics_bind_address,
                 config.health_probe_bind_address,
                 secure=secure_serving(config, app.session),
@@ -122,7 +143,7 @@ async def _main(config: ControllerConfig) -> int:
                 metrics_scheme=server.metrics_scheme,
                 **{f"{k}_port": v for k, v in server.ports.items()},
             )
-            return await _serve(config, app, metrics, clock, state, stop)
+            return await _serve(config, app, metrics, clock, state, stop, identity)
     finally:
         if server is not None:
             await server.stop()
@@ -137,6 +158,7 @@ async def _serve(
     clock: RealClock,
     state: dict[str, str],
     stop: asyncio.Event,
+    identity: str,
 ) -> int:
     stopper = asyncio.ensure_future(stop.wait())
     synced = asyncio.ensure_future(app.wait_for_cache_sync(None))
@@ -151,9 +173,42 @@ async def _serve(
     elector: LeaderElector | None = None
     elector_task: asyncio.Task[None] | None = None
     pending_stops: set[asyncio.Task[None]] = set()
+    background: set[asyncio.Task[None]] = set()
 
-    identity = default_identity()
     lost_once = False
+    keeper: HistoryKeeper | None = None
+    if config.feature_gates.enabled(fg.HPA_HISTORY_PERSISTENCE) and not config.shadow:
+        assert app.session is not None  # open inside `async with ControllerApp`
+        keeper = HistoryKeeper(
+            controller,
+            app.session,
+            namespace=le.resource_namespace,
+            lock_name=le.resource_name,
+            writer=identity,
+            clock=clock,
+            period=controller.sync_period,
+            metrics=metrics,
+        )
+
+    def epoch() -> int:
+        return elector.transitions if elector is not None else 0
+
+    async def lead_with_history(resynced: bool) -> None:
+        # Read what the previous leader persisted before the first sync, then keep
+        # writing it back once per period for as long as this replica leads.
+        assert keeper is not None
+        at = epoch()
+        histories = await keeper.load(None, at)
+        if state["leader"] != "leader":
+            return  # lost while reading
+        controller.start_scheduling(histories)
+        log.info(
+            "hpactl.leading",
+            identity=identity,
+            histories=len(histories),
+            **({"resynced": True} if resynced else {}),
+        )
+        await keeper.run(lambda: {None: HeldShard(None, at, None)})
 
     async def lead_after_resync() -> None:
         # The caches were relisted when leadership was lost; decide on nothing
@@ -161,6 +216,9 @@ async def _serve(
         await app.informers.wait_for_resync(None)
         if state["leader"] == "resyncing":
             state["leader"] = "leader"
+            if keeper is not None:
+                await lead_with_history(resynced=True)
+                return
             controller.start_scheduling()
             log.info("hpactl.leading", identity=identity, resynced=True)
 
@@ -170,6 +228,8 @@ async def _serve(
             state["leader"] = "resyncing"
             return lead_after_resync()
         state["leader"] = "leader"
+        if keeper is not None:
+            return lead_with_history(resynced=False)
         controller.start_scheduling()
         log.info("hpactl.leading", identity=identity)
         return None
@@ -208,6 +268,86 @@ async def _serve(
         while True:
             await elector.run()
 
+    # -- shards (--shards > 1) -----------------------------------------------------------
+    held: dict[int | None, HeldShard] = {}
+    relist_pending = False
+    manager: ShardManager | None = None
+
+    def shards_changed() -> None:
+        names = ",".join(str(i) for i in sorted(k for k in held if k is not None))
+        state["shards"] = f"holding {names or 'none'} of {config.shards}"
+        state["leader"] = "leader" if held else "standby"
+        metrics.leader.set(1 if held else 0)
+        metrics.shards_held.set(len(held))
+
+    async def shard_acquired(shard: int) -> None:
+        assert manager is not None
+        if relist_pending:
+            # Every shard was lost without grace (a pause, an outage): decide on
+            # nothing cached before the relist that followed.
+            await app.informers.wait_for_resync(None)
+        at = manager.epoch(shard)
+        histories = await keeper.load(shard, at) if keeper is not None else {}
+        if not manager.holds(shard):
+            return  # lost while reading
+        fence = functools.partial(manager.holds, shard)
+        controller.start_shard(shard, fence, histories)
+        held[shard] = HeldShard(shard, at, fence)
+        metrics.shard_held.labels(shard=str(shard)).set(1)
+        shards_changed()
+        log.info(
+            "hpactl.shard_acquired",
+            shard=shard,
+            epoch=at,
+            hpas=len(controller.shard_keys(shard)),
+            histories=len(histories),
+            **{"held": sorted(k for k in held if k is not None)},
+        )
+
+    async def shard_releasing(shard: int) -> None:
+        # A hand-off: finish the syncs in flight, write the history, then let go.
+        await controller.drain_shard(shard, SHUTDOWN_GRACE)
+        h = held.get(shard)
+        if keeper is not None and h is not None:
+            await keeper.flush(h)
+            keeper.forget(shard)
+        _drop_shard(shard)
+        log.info(
+            "hpactl.shard_released",
+            shard=shard,
+            **{"held": sorted(k for k in held if k is not None)},
+        )
+
+    def shard_lost(shard: int) -> None:
+        nonlocal relist_pending
+        _drop_shard(shard)
+        if keeper is not None:
+            keeper.forget(shard)
+        if not held and not relist_pending:
+            relist_pending = True
+            app.informers.relist()
+            t = asyncio.ensure_future(_relisted())
+            background.add(t)
+            t.add_done_callback(background.discard)
+        log.warning(
+            "hpactl.shard_lost", shard=shard, **{"held": sorted(k for k in held if k is not None)}
+        )
+
+    async def _relisted() -> None:
+        nonlocal relist_pending
+        await app.informers.wait_for_resync(None)
+        relist_pending = False
+
+    def _drop_shard(shard: int) -> None:
+        held.pop(shard, None)
+        controller.forget_shard(shard)
+        with contextlib.suppress(KeyError):
+            metrics.shard_held.remove(str(shard))
+        shards_changed()
+
+    manager_task: asyncio.Task[None] | None = None
+    keeper_task: asyncio.Task[None] | None = None
+
     if config.shadow:
         assert app.session is not None  # open inside `async with ControllerApp`
         # Shadow mode writes nothing. The controller never sends a write; as a
@@ -223,6 +363,40 @@ async def _serve(
             leader_elect_flag_ignored=le.leader_elect,
             comparison_window=controller.shadow.window if controller.shadow else None,
         )
+    elif config.shards > 1:
+        assert app.session is not None  # open inside `async with ControllerApp`
+        controller.shards = config.shards
+        manager = ShardManager(
+            app.session,
+            namespace=le.resource_namespace,
+            name=le.resource_name,
+            shards=config.shards,
+            identity=identity,
+            lease_duration=le.lease_duration.total_seconds(),
+            renew_deadline=le.renew_deadline.total_seconds(),
+            retry_period=le.retry_period.total_seconds(),
+            clock=clock,
+            on_acquired=shard_acquired,
+            on_releasing=shard_releasing,
+            on_lost=shard_lost,
+        )
+        shards_changed()
+        manager_task = asyncio.create_task(manager.run(), name="shard-manager")
+        if keeper is not None:
+            keeper_task = asyncio.create_task(keeper.run(lambda: held), name="history-keeper")
+        log.info(
+            "hpactl.sharding",
+            shards=config.shards,
+            lease_prefix=f"{le.resource_namespace}/{le.resource_name}-shard-",
+            identity=identity,
+            history=keeper is not None,
+        )
+        if keeper is None:
+            log.warning(
+                "hpactl.sharding_without_history",
+                effect="a shard that moves between replicas starts with empty histories",
+                fix="--feature-gates=HPAHistoryPersistence=true",
+            )
     elif le.leader_elect:
         assert app.session is not None  # open inside `async with ControllerApp`
         elector = LeaderElector(
@@ -247,20 +421,42 @@ async def _serve(
             identity=identity,
         )
     else:
-        started()
+        work = started()
+        if work is not None:
+            t = asyncio.ensure_future(work)
+            background.add(t)
+            t.add_done_callback(background.discard)
 
     waits: set[asyncio.Future[Any]] = {stopper}
-    if elector_task is not None:
-        waits.add(elector_task)
+    for task in (elector_task, manager_task):
+        if task is not None:
+            waits.add(task)
     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     code = 0
-    if elector_task is not None and elector_task.done() and not stop.is_set():
-        exc = elector_task.exception()
-        log.error("hpactl.leader_election_crashed", error=repr(exc))
-        code = 1
+    for task in (elector_task, manager_task):
+        if task is not None and task.done() and not stop.is_set():
+            exc = task.exception() if not task.cancelled() else None
+            log.error("hpactl.leader_election_crashed", error=repr(exc))
+            code = 1
     log.info("hpactl.shutdown", grace=SHUTDOWN_GRACE)
+    if manager_task is not None:
+        # Every held shard is handed off (syncs finish, history written), its lease
+        # released, and this replica's member lease deleted.
+        manager_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            async with asyncio.timeout(SHUTDOWN_GRACE * 2):
+                await manager_task
     # In-flight syncs finish (bounded); then leadership ends and the lease is freed.
     await controller.stop_scheduling(SHUTDOWN_GRACE)
+    if keeper is not None and manager_task is None and (elector is None or elector.holds_lease()):
+        # The last period's entries, before the lease goes to the next leader.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SHUTDOWN_GRACE):
+                await keeper.flush(HeldShard(None, epoch(), None))
+    ending = [t for t in (keeper_task, *background) if t is not None]
+    for task in ending:
+        task.cancel()
+    await asyncio.gather(*ending, return_exceptions=True)
     if elector_task is not None:
         # Cancelling the elector while it leads releases the lease (ReleaseOnCancel).
         elector_task.cancel()

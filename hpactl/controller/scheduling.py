@@ -35,6 +35,7 @@ made each tick allocate several futures and kept the collector busy).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import math
@@ -210,6 +211,51 @@ class SyncSupervisor:
 
     def keys(self) -> list[str]:
         return list(self._keys)
+
+    def add_spread(self, keys: Iterable[str]) -> None:
+        """Add ``keys`` with their first syncs spread over one period, as at ``start``.
+
+        For a shard just taken over: its HPAs were synced by another replica moments
+        ago, and thousands of them must not fire at once.
+        """
+        now = self._clock.monotonic()
+        for key in sorted(set(keys)):
+            if key in self._keys:
+                continue
+            sched = self._keys[key] = _KeySchedule(key)
+            if self._running:
+                sched.period = self._key_period(key)
+                sched.tick = now + spread_offset(key, sched.period)
+                self._push(sched, sched.tick)
+
+    async def drain(self, keys: Iterable[str], grace: float | None = None) -> None:
+        """Stop scheduling ``keys`` (a shard handed off or lost), without ``forget``.
+
+        Pending ticks are dropped at once; syncs in flight get ``grace`` seconds to
+        finish (so a rescale written is also recorded), then are cancelled.
+        """
+        busy: list[_KeySchedule] = []
+        for key in set(keys):
+            sched = self._keys.pop(key, None)
+            if sched is None:
+                continue
+            sched.gen += 1  # its heap entry, if any, is now stale
+            if sched.state == _SYNCING and sched.worker is not None:
+                busy.append(sched)
+            else:
+                sched.state = _IDLE
+        if busy and grace:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(grace):
+                    while any(s.state == _SYNCING for s in busy):
+                        await asyncio.sleep(0.02)
+        for sched in busy:
+            if sched.state == _SYNCING and sched.worker is not None:
+                self._workers.discard(sched.worker)
+                sched.worker.cancel()
+                if self._running:
+                    self._spawn_worker()
+            sched.state = _IDLE
 
     def period(self, key: str) -> float:
         """The period ``key`` is scheduled with now."""

@@ -31,8 +31,12 @@ from hpactl.obs.tls import serving_certificate
 __all__ = ["debug_endpoints", "readiness", "secure_serving"]
 
 
-def readiness(app: ControllerApp, leader_state: Callable[[], str]) -> Readiness:
-    """The checks of an open ControllerApp."""
+def readiness(
+    app: ControllerApp,
+    leader_state: Callable[[], str],
+    shards: Callable[[], tuple[bool, str]] | None = None,
+) -> Readiness:
+    """The checks of an open ControllerApp (``shards``: the shards held, with --shards)."""
     session = app.session
     return Readiness(
         caches_synced=lambda: app.caches_synced,
@@ -40,6 +44,7 @@ def readiness(app: ControllerApp, leader_state: Callable[[], str]) -> Readiness:
         api_server=api_server_check(session) if session is not None else None,
         # Every informer listed and watching; a stream down for less than 30 s passes.
         informers=app.informers.connected,
+        shards=shards,
     )
 
 

@@ -47,7 +47,7 @@ from hpactl.kube.errors import ApiError, NotFound, NotLeader, TransportError
 from hpactl.kube.identity import ObjectIdentity
 from hpactl.kube.paths import resource_path
 from hpactl.kube.requests import create_json, patch_json
-from hpactl.kube.session import KubeSession
+from hpactl.kube.session import KubeSession, fenced_by, task_fence
 from hpactl.model.times import format_time, parse_time
 
 __all__ = [
@@ -166,6 +166,9 @@ class _Event:
     namespace: str = ""
     resource_version: str = ""
     patch: dict[str, Any] | None = field(default=None)
+    # The task fence in force when the event was recorded (the HPA's shard lease):
+    # the background writer applies it, so no Event is written for a shard lost since.
+    fence: Callable[[], bool] | None = None
 
 
 class EventSink(Protocol):
@@ -259,7 +262,15 @@ class EventRecorder:
     def event(self, obj: Involved, type_: str, reason: str, message: str) -> None:
         ref = object_ref(obj)
         now = self._clock.now()
-        ev = _Event(ref=ref, type=type_, reason=reason, message=message, first=now, last=now)
+        ev = _Event(
+            ref=ref,
+            type=type_,
+            reason=reason,
+            message=message,
+            first=now,
+            last=now,
+            fence=task_fence.get(),
+        )
         try:
             self._queue.put_nowait(ev)
         except asyncio.QueueFull:
@@ -412,7 +423,8 @@ class EventRecorder:
         ev, _key = res
         for attempt in range(self._max_tries):
             try:
-                written = await self._write(ev)
+                with fenced_by(ev.fence):
+                    written = await self._write(ev)
             except NotLeader:
                 self._drop("not leader")  # fenced: this replica no longer holds the lease
                 return

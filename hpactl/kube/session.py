@@ -29,6 +29,12 @@ timeout=None, verb=None) -> Response``
     the leader lease writes nothing (``hpactl run`` sets it to
     ``LeaderElector.holds_lease``).
 
+``task_fence`` (a ``ContextVar``)
+    A second fence for the current task, checked the same way: with ``--shards`` the
+    sync of an HPA sets it to the lease of that HPA's shard (``fenced_by``), so a
+    write for a shard this replica no longer holds is refused even while it still
+    holds others.
+
 ``s.last_success`` / ``s.last_failure``
     Monotonic time of the last request that got an HTTP response, and
     ``(time, error)`` of the last one that got none; ``/readyz`` reads them.
@@ -80,7 +86,8 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -108,6 +115,8 @@ __all__ = [
     "StreamResponse",
     "TokenBucket",
     "default_user_agent",
+    "fenced_by",
+    "task_fence",
 ]
 
 JSON_CONTENT_TYPE = "application/json"
@@ -155,6 +164,20 @@ def _retry_after_seconds(status: int, headers: Mapping[str, str]) -> float | Non
     except ValueError:
         return None
     return float(max(0, seconds))
+
+
+#: The write fence of the current task (see the module docstring), or None.
+task_fence: ContextVar[Callable[[], bool] | None] = ContextVar("hpactl_task_fence", default=None)
+
+
+@contextlib.contextmanager
+def fenced_by(fence: Callable[[], bool] | None) -> Iterator[None]:
+    """Fence every write of the enclosed code (and the tasks it starts) with ``fence``."""
+    token = task_fence.set(fence)
+    try:
+        yield
+    finally:
+        task_fence.reset(token)
 
 
 def default_user_agent() -> str:
@@ -495,6 +518,12 @@ class KubeSession:
                 raise NotLeader(
                     f"not sending {method.upper()} {path}: "
                     "this replica does not hold the leader lease"
+                )
+            own = task_fence.get()
+            if fenced and own is not None and not own():
+                raise NotLeader(
+                    f"not sending {method.upper()} {path}: "
+                    "this replica does not hold the lease of that object's shard"
                 )
             resp = await self._exchange(
                 api, method, url, qlist, headers, body, ctimeout, total, kverb, info

@@ -101,6 +101,22 @@ class ControllerMetrics:
         self.leader = Gauge(
             "hpactl_leader", "1 while this process holds the leader lease, else 0.", registry=r
         )
+        self.shard_held = Gauge(
+            "hpactl_shard_held",
+            "1 for each shard (--shards) whose Lease this process holds; series of shards "
+            "not held are removed.",
+            ["shard"],
+            registry=r,
+        )
+        self.shards_held = Gauge(
+            "hpactl_shards_held", "How many shards (--shards) this process holds.", registry=r
+        )
+        self.history_writes = Counter(
+            "hpactl_history_writes_total",
+            "ConfigMap writes of persisted HPA history (HPAHistoryPersistence), by result.",
+            ["result"],
+            registry=r,
+        )
         self.caches_synced = Gauge(
             "hpactl_informer_caches_synced", "1 once all informer caches have synced.", registry=r
         )

@@ -101,15 +101,18 @@ class Readiness:
     * ``informers``: every watch is connected, or reconnected within its bound
       (``informers``);
     * ``leader-election``: leading or standing by (``leader_state`` is "leader" or
-      "standby"; "starting", "lost", "resyncing", anything else is not ready).
+      "standby"; "starting", "lost", "resyncing", anything else is not ready);
+    * ``shards`` (``--shards`` > 1): the shard manager runs; ``?verbose`` says which
+      shards this replica holds (``[+]shards ok: holding 0,3 of 8``).
 
-    ``api_server`` and ``informers`` are optional (no check when None).
+    ``api_server``, ``informers`` and ``shards`` are optional (no check when None).
     """
 
     caches_synced: Callable[[], bool]
     leader_state: Callable[[], str]
     api_server: Check | None = None
     informers: Check | None = None
+    shards: Check | None = None
 
     def checks(self) -> list[tuple[str, Check]]:
         out: list[tuple[str, Check]] = []
@@ -119,6 +122,8 @@ class Readiness:
         if self.informers is not None:
             out.append(("informers", self.informers))
         out.append(("leader-election", self._leader))
+        if self.shards is not None:
+            out.append(("shards", self.shards))
         return out
 
     def _caches(self) -> tuple[bool, str]:
@@ -137,7 +142,8 @@ def _run_check(check: Check) -> tuple[bool, str]:
         ok, reason = check()
     except Exception as exc:
         return False, f"{type(exc).__name__}: {exc}"
-    return bool(ok), " ".join(str(reason).split()) or "failed"
+    text = " ".join(str(reason).split())
+    return bool(ok), text if ok else (text or "failed")
 
 
 # --------------------------------------------------------------------------- secure serving
@@ -260,7 +266,11 @@ class ObservabilityServer:
                 continue
             ok, reason = _run_check(check)
             failed = failed or not ok
-            lines.append(f"[+]{name} ok" if ok else f"[-]{name} failed: {reason}")
+            if ok:
+                # A passing check may say what it found (the shards held).
+                lines.append(f"[+]{name} ok: {reason}" if reason else f"[+]{name} ok")
+            else:
+                lines.append(f"[-]{name} failed: {reason}")
         unknown = sorted(excluded - {name for name, _ in checks})
         if unknown:
             listed = ", ".join(f'"{n}"' for n in unknown)
