@@ -282,6 +282,7 @@ class ShardManager:
         await self._renew_member()
         await self._collect_garbage(now)
         self._reconcile(now)
+        await self._release_strays(now)
 
     def _observe(self, items: list[dict[str, Any]], now: float) -> None:
         seen: dict[str, _Seen] = {}
@@ -466,6 +467,36 @@ class ShardManager:
                     self._stop_now(t)  # someone else took it after all
                 continue
             self._let_go(shard, t, owner)
+
+    async def _release_strays(self, now: float) -> None:
+        """Release shard leases the API says are ours but no elector here holds: an
+        acquisition cancelled in flight that landed after all. Nobody writes under
+        them (holds() is False), but the next owner would wait out the lease."""
+        for shard in range(self.shards):
+            lease_name = shard_lease_name(self.name, shard)
+            seen = self._seen.get(lease_name)
+            if (
+                seen is None
+                or shard in self._tenures
+                or seen.holder != self.identity
+                or not seen.valid(now)
+                or self._assignment.get(shard) == self.identity
+            ):
+                continue
+            spec = dict(seen.spec)
+            stamp = format_micro_time(self._clock.now())
+            spec.update(
+                holderIdentity="", leaseDurationSeconds=1, acquireTime=stamp, renewTime=stamp
+            )
+            body = dict(seen.obj)
+            body["spec"] = spec
+            log.info(
+                "shards %s: %s releases stray lease of shard %d", self.name, self.identity, shard
+            )
+            try:  # the LIST's resourceVersion: a conflict means it changed, leave it
+                await put_json(self._s, self._path(lease_name), body, timeout=self.renew_deadline)
+            except KubeError as exc:
+                log.info("shards %s: releasing stray shard %d failed: %s", self.name, shard, exc)
 
     def _let_go(self, shard: int, t: _Tenure, owner: str) -> None:
         """Hand off a held shard; stop trying to acquire one not held yet."""

@@ -19,6 +19,7 @@ import pytest
 from support.proxy import RecordingProxy
 
 from hpactl.clock import RealClock
+from hpactl.core.sharding import assign_shards
 from hpactl.emulator import Emulator
 from hpactl.kube.session import KubeSession
 from hpactl.kube.shards import (
@@ -424,6 +425,37 @@ async def test_a_replica_with_another_shard_count_waits_for_the_old_ones_to_go(
         watcher.cancel()
         assert both == []
         await new.stop()
+
+
+async def test_a_stray_lease_of_ours_is_released_for_its_owner(emulator: Emulator) -> None:
+    """An acquisition cancelled in flight can land after all: the lease names this
+    replica though no elector here holds it. It is released at once, not left for the
+    owner to wait out (here an hour)."""
+    n = 4
+    stray = next(i for i, o in assign_shards(n, ["a", "b"]).items() if o == "b")
+    emulator.store.apply(
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {
+                "name": shard_lease_name(NAME, stray),
+                "namespace": NS,
+                "labels": {LABEL_LEASE_SET: NAME, LABEL_SHARD_OF: NAME, LABEL_SHARD: str(stray)},
+            },
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 3600, "leaseTransitions": 4},
+        }
+    )
+    async with asyncio.timeout(20), KubeSession(master=emulator.url, qps=0) as s:
+        b = Replica(emulator, s, "b", n)
+        b.start()
+        await until(lambda: b.mgr.held == set(range(n)) - {stray})
+        a = Replica(emulator, s, "a", n)
+        a.start()
+        await until(lambda: split_ok([a, b], n))
+        assert b.mgr.holds(stray) and b.mgr.epoch(stray) == 5
+        assert a.events.count(("acquired", stray)) == 0
+        await a.stop()
+        await b.stop()
 
 
 async def test_a_failing_on_acquired_counts_as_lost_and_is_retried(emulator: Emulator) -> None:
