@@ -562,7 +562,12 @@ class ShardManager:
             if not t.stopping:
                 raise
         except Exception:
-            log.exception("shards %s: shard %d work of %s failed", self.name, shard, self.identity)
+            log.exception(
+                "shards %s: shard %d of %s failed (its work or its elector)",
+                self.name,
+                shard,
+                self.identity,
+            )
         finally:
             if self._tenures.get(shard) is t:
                 del self._tenures[shard]
