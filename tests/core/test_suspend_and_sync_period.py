@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from core_builders import NOW, cond_map, inputs, pods, raw_hpa, samples
+from core_builders import NOW, cond_map, ext_value, external, inputs, pods, raw_hpa, samples
 
 from hpactl.core.decide import CoreConfig, Outcome, SyncInputs, needs_metrics, reconcile
 from hpactl.core.extension_conditions import ANNOTATIONS_VALID
@@ -255,3 +255,31 @@ def test_resume_keeps_the_stabilization_window() -> None:
     # Dropped at the suspension, the window would restart from the resume (upstream
     # records the current count as the first recommendation): still 4 at 150 s.
     assert run_timeline((40, 60), steps, forget_at=60)[-1] == 4
+
+
+def test_suspended_at_zero_does_not_scale_from_zero_and_resumed_does() -> None:
+    # HPAScaleToZero: minReplicas 0, an External metric, scaled to zero by the HPA
+    # (ScaledToZero=True). Upstream scales up from 0 when the metric rises; suspended,
+    # it must not.
+    status = {
+        "currentReplicas": 0,
+        "desiredReplicas": 0,
+        "conditions": [
+            {
+                "type": "ScaledToZero",
+                "status": "True",
+                "reason": "ScaledToZero",
+                "message": "the HPA controller scaled the workload to zero",
+                "lastTransitionTime": "2025-12-31T00:00:00Z",
+            }
+        ],
+    }
+    raw = raw_hpa([external(value="10")], min_replicas=0, status=status)
+    queue = ext_value(50_000)  # 50 against a target of 10
+    for suspended, rescaled in (("true", False), ("false", True)):
+        raw["metadata"]["annotations"] = {SUSPEND_ANNOTATION: suspended}
+        h = hpa_from_raw(raw)
+        got = reconcile(inputs(h, 0, [queue], config=ON))
+        assert got.rescaled is rescaled
+        active = cond_map(got.status_raw)["ScalingActive"]
+        assert active[1] == ("Suspended" if suspended == "true" else "ValidMetricFound")
