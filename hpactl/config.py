@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -28,6 +29,7 @@ import yaml
 from hpactl.model.featuregates import (
     ALL_ALPHA,
     ALL_BETA,
+    HPA_METRIC_SOURCE,
     KNOWN_GATES,
     FeatureGateError,
     FeatureGates,
@@ -35,6 +37,7 @@ from hpactl.model.featuregates import (
     parse_feature_gates_text,
     parse_go_bool,
 )
+from hpactl.model.metric_providers import MetricProvider, providers_from_raw
 from hpactl.model.times import format_go_duration, parse_go_duration
 
 API_VERSION = "kubecontrollermanager.config.k8s.io/v1alpha1"
@@ -152,6 +155,9 @@ class ControllerConfig:
     # Active-active sharding: HPAs split by a stable hash into this many shards, each
     # owned through its own Lease (1: one leader Lease, as kube-controller-manager).
     shards: int = 1
+    # KEP-6382 / KEP-4261: metrics providers asked directly (gate HPAMetricSource).
+    metrics_providers_config: str | None = None
+    metric_providers: tuple[MetricProvider, ...] = ()
     # Decision records kept per HPA (0: none) and the debug endpoint serving them.
     decision_records: int = 5
     enable_debug_endpoints: bool = False
@@ -482,6 +488,17 @@ SETTINGS: tuple[Setting, ...] = (
         "duration",
         SECTION_SERVING,
         "The duration to cache 'unauthorized' responses from the webhook authorizer.",
+    ),
+    Setting(
+        "metrics_providers_config",
+        ("--metrics-providers-config",),
+        "string",
+        SECTION_HPA,
+        "A YAML file naming metrics providers hpactl asks directly for some Pods, Object "
+        "and External metrics (by metric name pattern, or by the API group an HPA names in "
+        "its hpactl.dev/metric-sources annotation), over TLS with hpactl's own "
+        "credentials; every other metric goes through the API server as usual "
+        "(docs/extensions.md). Needs the HPAMetricSource feature gate.",
     ),
     Setting(
         "decision_records",
@@ -883,6 +900,50 @@ def read_config_file(path: str) -> dict[str, Any]:
     return config_from_document(document, path)
 
 
+def read_metric_providers(
+    config: ControllerConfig, names: Mapping[str, str]
+) -> tuple[MetricProvider, ...]:
+    """``--metrics-providers-config``: the file parsed and checked, with every file it
+    names readable (a CA or a client certificate that does not load is refused here,
+    at startup, rather than at the first metric)."""
+    flag = names.get("metrics_providers_config", "--metrics-providers-config")
+    path = config.metrics_providers_config or ""
+    if not config.feature_gates.enabled(HPA_METRIC_SOURCE):
+        raise ConfigError(f"{flag}: needs --feature-gates={HPA_METRIC_SOURCE}=true")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ConfigError(f'{flag}: cannot read "{path}": {exc.strerror or exc}') from None
+    except UnicodeDecodeError:
+        raise ConfigError(f'{flag}: cannot read "{path}": not UTF-8 text') from None
+    try:
+        document = yaml.load(text, Loader=_StrictLoader)
+        providers = providers_from_raw(document)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{flag}: {path}: {_yaml_error_line(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"{flag}: {path}: invalid YAML: nested too deeply") from None
+    except ValueError as exc:
+        raise ConfigError(f"{flag}: {path}: {exc}") from None
+    for i, p in enumerate(providers):
+        where = f"{flag}: {path}: providers[{i}]"
+        for field_name, file_path in p.files():
+            if not os.path.isfile(file_path) or not os.access(file_path, os.R_OK):
+                raise ConfigError(f'{where}.{field_name}: cannot read "{file_path}"')
+        try:
+            ctx = ssl.create_default_context()
+            if p.ca_file or p.ca_data:
+                ctx.load_verify_locations(cafile=p.ca_file or None, cadata=p.ca_data or None)
+            if p.auth == "clientCertificate":
+                ctx.load_cert_chain(p.client_certificate, p.client_key)
+        except (ssl.SSLError, ValueError, OSError) as exc:
+            raise ConfigError(
+                f"{where}: the CA or client certificate does not load: {exc}"
+            ) from None
+    return providers
+
+
 def _expect_mapping(value: object, where: str) -> Mapping[str, Any]:
     if value is None:
         return {}
@@ -1104,6 +1165,8 @@ def build_config(
 
     config = _with_values(ControllerConfig(), values)
     validate(config, names, frozenset(values) - {"feature_gates", "otel", "warnings"})
+    if config.metrics_providers_config:
+        config = dataclasses.replace(config, metric_providers=read_metric_providers(config, names))
     return config
 
 

@@ -57,7 +57,7 @@ from hpactl.cache.factory import HPAS, PODS, SharedInformers
 from hpactl.cache.projections import WORKLOAD_KINDS
 from hpactl.clock import Clock, RealClock
 from hpactl.config import ControllerConfig
-from hpactl.controller.gather import Gatherer
+from hpactl.controller.gather import Gatherer, MetricsSource
 from hpactl.controller.horizontal import HorizontalController
 from hpactl.controller.shadow import ShadowComparer, comparison_window
 from hpactl.core.decide import CoreConfig
@@ -65,6 +65,7 @@ from hpactl.kube.events import EventRecorder
 from hpactl.kube.restmapper import RestMapper
 from hpactl.kube.session import KubeSession
 from hpactl.metrics.client import RestMetricsClient
+from hpactl.metrics.providers import ProviderSessions, RoutedMetricsSource
 from hpactl.metrics.shared import SharedMetricsFetcher
 from hpactl.model import featuregates as fg
 from hpactl.obs.metrics import ControllerMetrics
@@ -89,6 +90,7 @@ def core_config(config: ControllerConfig) -> CoreConfig:
         pod_level_resources=gates.enabled(fg.POD_LEVEL_RESOURCES),
         hpa_generation=gates.enabled(fg.HPA_GENERATION),
         selection_strategy=gates.enabled(fg.HPA_SELECTION_STRATEGY),
+        metric_source=gates.enabled(fg.HPA_METRIC_SOURCE),
         metric_fallback=gates.enabled(fg.HPA_EXTERNAL_METRIC_FALLBACK),
         configurable_sync_period=gates.enabled(fg.HPA_CONFIGURABLE_SYNC_PERIOD),
         suspend=gates.enabled(fg.HPA_SUSPEND),
@@ -127,6 +129,7 @@ class ControllerApp:
         self._informers: SharedInformers | None = None
         self._controller: HorizontalController | None = None
         self.fetcher: SharedMetricsFetcher | None = None
+        self._providers: ProviderSessions | None = None
         self.recorder: EventRecorder | None = None
         self._recorder_task: asyncio.Task[None] | None = None
 
@@ -198,6 +201,25 @@ class ControllerApp:
         self.fetcher = SharedMetricsFetcher(
             client, clock=self.clock, period=period, pod_labels=pod_labels
         )
+        metrics_source: MetricsSource = self.fetcher
+        if cfg.feature_gates.enabled(fg.HPA_METRIC_SOURCE):
+            # KEP-6382 / KEP-4261: some metrics from other API groups or providers.
+            self._providers = ProviderSessions(
+                cfg.metric_providers,
+                mapper=mapper,
+                qps=cfg.client.qps,
+                burst=cfg.client.burst,
+                timeout=self.call_timeout,
+            )
+            await self._providers.open()
+            metrics_source = RoutedMetricsSource(
+                self.fetcher,
+                cfg.metric_providers,
+                self._providers.clients,
+                session,
+                mapper=mapper,
+                timeout=self.call_timeout,
+            )
         recorder = EventRecorder(session, clock=self.clock, timeout=self.call_timeout)
         self.recorder = recorder
         self._recorder_task = asyncio.create_task(recorder.run(), name="event-recorder")
@@ -206,7 +228,7 @@ class ControllerApp:
             pods=pods,
             workloads=workloads,
             mapper=mapper,
-            metrics=self.fetcher,
+            metrics=metrics_source,
             tracer=tracer,
             call_timeout=self.call_timeout,
             nodes=nodes,
@@ -278,6 +300,9 @@ class ControllerApp:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._recorder_task
             self._recorder_task = None
+        if self._providers is not None:
+            await self._providers.close()
+            self._providers = None
         if self.session is not None:
             await self.session.close()
             self.session = None

@@ -80,6 +80,7 @@ from hpactl.controller.shadow import ShadowComparer
 from hpactl.core.decide import (
     CoreConfig,
     Explanation,
+    MetricRequest,
     Outcome,
     ScaleWriteResult,
     SyncInputs,
@@ -91,6 +92,7 @@ from hpactl.core.decide import (
     with_selector,
 )
 from hpactl.core.history import History
+from hpactl.core.metric_sources import metric_sources, with_sources
 from hpactl.core.metrics_eval import WARNING, Event
 from hpactl.core.pod_selection import wants_owned_pods
 from hpactl.core.sharding import shard_of
@@ -610,6 +612,11 @@ class HorizontalController:
             span.add_event("hpactl.scale.stale_input")
             return await self._reconcile_once(hpa, span, retried=True)
 
+    def _requests(self, hpa: HPA) -> tuple[MetricRequest, ...]:
+        """What to fetch, each Pods/Object/External metric with the API group its HPA
+        names for it (KEP-6382, gate HPAMetricSource)."""
+        return with_sources(metrics_to_fetch(hpa), metric_sources(hpa, self.config.metric_source))
+
     def _settle_uncertain(self, hpa: HPA, read: ScaleRead, history: History) -> History:
         """A lost scale-write answer: if the live read shows it landed, count it."""
         if read.scale is None:
@@ -676,7 +683,7 @@ class HorizontalController:
                 else None
             )
             try:
-                fetched = await self.gatherer.metrics(metrics_to_fetch(hpa), read.scale.selector)
+                fetched = await self.gatherer.metrics(self._requests(hpa), read.scale.selector)
             finally:
                 if token is not None:
                     ASKER_PERIOD.reset(token)

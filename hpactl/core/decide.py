@@ -49,6 +49,7 @@ from hpactl.core.history import (
     record_initial_recommendation,
     store_scale_event,
 )
+from hpactl.core.metric_sources import apply_sources_condition, metric_sources
 from hpactl.core.metrics_eval import (
     NORMAL,
     WARNING,
@@ -74,6 +75,7 @@ from hpactl.model.featuregates import (
     HPA_CONFIGURABLE_TOLERANCE,
     HPA_EXTERNAL_METRIC_FALLBACK,
     HPA_GENERATION,
+    HPA_METRIC_SOURCE,
     HPA_SCALE_TO_ZERO,
     HPA_SELECTION_STRATEGY,
     HPA_SUSPEND,
@@ -153,6 +155,7 @@ class CoreConfig:
     hpa_generation: bool = False  # HPAGeneration (alpha): status.observedGeneration
     metric_fallback: bool = False  # HPAExternalMetricFallback (KEP-5679; hpactl alpha)
     selection_strategy: bool = False  # HPASelectionStrategy (alpha, KEP-5325)
+    metric_source: bool = False  # HPAMetricSource (alpha, KEP-6382)
     configurable_sync_period: bool = False  # HPAConfigurableSyncPeriod (hpactl alpha)
     suspend: bool = False  # HPASuspend (hpactl alpha)
 
@@ -178,6 +181,7 @@ class CoreConfig:
             hpa_generation=gates.enabled(HPA_GENERATION),
             metric_fallback=gates.enabled(HPA_EXTERNAL_METRIC_FALLBACK),
             selection_strategy=gates.enabled(HPA_SELECTION_STRATEGY),
+            metric_source=gates.enabled(HPA_METRIC_SOURCE),
             configurable_sync_period=gates.enabled(HPA_CONFIGURABLE_SYNC_PERIOD),
             suspend=gates.enabled(HPA_SUSPEND),
         )
@@ -257,6 +261,9 @@ class MetricRequest:
     metric_name: str = ""
     metric_selector: Mapping[str, Any] | None = None
     described_object: CrossVersionObjectReference | None = None
+    # KEP-6382: the API group to fetch a Pods/Object/External metric from ("" = the
+    # default group; hpactl.core.metric_sources sets it from the HPA's annotation).
+    source: str = ""
 
 
 def _sel_raw(sel: LabelSelectorSpec | None) -> dict[str, Any] | None:
@@ -730,6 +737,11 @@ def decide(inputs: SyncInputs) -> Plan:
     if config.selection_strategy:
         conds, strategy_events = apply_strategy_condition(conds, strategy, now)
         events.extend(strategy_events)
+    if config.metric_source:
+        conds, source_events = apply_sources_condition(
+            conds, metric_sources(hpa, config.metric_source), now
+        )
+        events.extend(source_events)
 
     # §3: any failure to read the scale subresource.
     if inputs.scale is None:

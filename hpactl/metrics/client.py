@@ -19,9 +19,11 @@ values of ``hpactl.model.metrics`` or a ``MetricFetchError`` whose message is ex
 For a 503 from an aggregated API ``<err>`` is e.g. ``the server is currently unable to
 handle the request (get pods.metrics.k8s.io)``.
 
-``RestMetricsClient(session, *, mapper=None, timeout=10.0)``
+``RestMetricsClient(session, *, mapper=None, timeout=10.0, custom_prefix=...,
+external_prefix=...)``
     Over metrics.k8s.io/v1beta1, custom.metrics.k8s.io/v1beta2 and
-    external.metrics.k8s.io/v1beta1. ``mapper``: anything with
+    external.metrics.k8s.io/v1beta1 (the last two prefixes may name another API group
+    serving the same paths, ``hpactl.metrics.providers``). ``mapper``: anything with
     ``async mapping(group, kind)`` returning an object with ``.group_resource``
     (``hpactl.kube.restmapper.RestMapper``), for Object metrics. The custom metrics
     version is fixed at v1beta2 (upstream negotiates it by discovery).
@@ -258,10 +260,15 @@ class RestMetricsClient:
         *,
         mapper: KindMapper | None = None,
         timeout: float = 10.0,
+        custom_prefix: str = CUSTOM_METRICS_PREFIX,
+        external_prefix: str = EXTERNAL_METRICS_PREFIX,
     ) -> None:
         self._s = session
         self._mapper = mapper
         self.timeout = timeout
+        # Another API group serving the same paths (KEP-6382's source.apiGroup).
+        self._custom = custom_prefix
+        self._external = external_prefix
 
     # -- raw requests (shared by the fetcher) -------------------------------------
     async def list_pod_metrics(self, namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -278,7 +285,7 @@ class RestMetricsClient:
         self, namespace: str, metric_name: str, selector: str, metric_selector: str
     ) -> list[dict[str, Any]]:
         return await self._items(
-            f"{CUSTOM_METRICS_PREFIX}/namespaces/{_seg(namespace)}/pods/*/{_seg(metric_name)}",
+            f"{self._custom}/namespaces/{_seg(namespace)}/pods/*/{_seg(metric_name)}",
             labelSelector=selector,
             metricLabelSelector=metric_selector,
         )
@@ -314,9 +321,7 @@ class RestMetricsClient:
         group = group_of(object_ref.api_version)
         if object_ref.kind == "Namespace" and group == "":
             # Root-scoped: the namespace itself (the reference's name is ignored).
-            path = (
-                f"{CUSTOM_METRICS_PREFIX}/namespaces/{_seg(namespace)}/metrics/{_seg(metric_name)}"
-            )
+            path = f"{self._custom}/namespaces/{_seg(namespace)}/metrics/{_seg(metric_name)}"
         else:
             try:
                 gr = await self._group_resource(group, object_ref.kind)
@@ -325,7 +330,7 @@ class RestMetricsClient:
                     f"unable to map kind {_group_kind(group, object_ref.kind)} to resource: {exc}"
                 ) from exc
             path = (
-                f"{CUSTOM_METRICS_PREFIX}/namespaces/{_seg(namespace)}/{gr}/"
+                f"{self._custom}/namespaces/{_seg(namespace)}/{gr}/"
                 f"{_seg(object_ref.name)}/{_seg(metric_name)}"
             )
         return await self._items(path, metricLabelSelector=metric_selector)
@@ -334,7 +339,7 @@ class RestMetricsClient:
         self, metric_name: str, namespace: str, selector: str
     ) -> list[dict[str, Any]]:
         return await self._items(
-            f"{EXTERNAL_METRICS_PREFIX}/namespaces/{_seg(namespace)}/{_seg(metric_name)}",
+            f"{self._external}/namespaces/{_seg(namespace)}/{_seg(metric_name)}",
             labelSelector=selector,
         )
 

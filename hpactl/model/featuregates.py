@@ -59,6 +59,9 @@ HPA_HISTORY_PERSISTENCE = "HPAHistoryPersistence"
 # KEP-5325's gate: the per-HPA pod selection strategy (hpactl reads it from the
 # hpactl.dev/selection-strategy annotation until the spec field ships).
 HPA_SELECTION_STRATEGY = "HPASelectionStrategy"
+# KEP-6382's gate: per-metric source routing (hpactl reads the sources from the
+# hpactl.dev/metric-sources annotation and asks providers of --metrics-providers-config).
+HPA_METRIC_SOURCE = "HPAMetricSource"
 
 # Meta gates that set every non-locked alpha (beta) gate the same command line does
 # not name explicitly (featuregate.go: allAlphaGate / allBetaGate).
@@ -164,6 +167,15 @@ KNOWN_GATES: Mapping[str, GateSpec] = MappingProxyType(
                 "KEP-5325: an HPA annotated hpactl.dev/selection-strategy: OwnerReference "
                 "counts only the label-selected pods its target owns (directly, or through "
                 "the ReplicaSets a Deployment owns).",
+            ),
+            GateSpec(
+                HPA_METRIC_SOURCE,
+                False,
+                Stage.ALPHA,
+                False,
+                "KEP-6382: Pods, Object and External metrics fetched from the API group an "
+                "HPA names in hpactl.dev/metric-sources, or directly from a provider of "
+                "--metrics-providers-config (by API group or metric name pattern).",
             ),
         )
     }
