@@ -1,0 +1,180 @@
+"""The leader SIGKILLed while its history holds a decision back, with and without
+``HPAHistoryPersistence``, against an uninterrupted run (issue 13, "Tests").
+
+Each variant has its own emulator and its own ``hpactl run`` processes, and all run
+side by side on one timeline (the load changes in every emulator at the same moment),
+so "when would an uninterrupted controller have scaled" is measured, not assumed.
+Sync period 1 s, lease 3 s / renew 2 s / retry 250 ms (``_fast_lease``).
+
+The persisted history is written once per sync period: a SIGKILL loses the entries of
+at most the last period. In these scenarios the entries that decide (the last high
+recommendation, the last scale-up event) are older than that at the kill, so the loss
+cannot change the outcome; only entries that no later decision needs can be lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from support.proxy import RecordingProxy
+
+from hpactl.emulator.emulator import Emulator
+
+from .builders import hpa, pod, pod_metrics, workload
+from .test_run_process import Proc, _args, _fast_lease, _now, _replicas, spawn, wait_until
+
+__all__ = ["spawn"]  # the fixture, shared with test_run_process
+
+PERIOD = 1.0  # --horizontal-pod-autoscaler-sync-period
+WINDOW = 20.0  # the scale-down stabilization window
+LEASE, RETRY = 3.0, 0.25
+GATE_ON = "--feature-gates=HPAHistoryPersistence=true"
+LOCK = "hpactl-hf"
+
+
+@dataclass
+class Run:
+    """One variant: its emulator, its replicas (first = the first leader), and the
+    target's replicas as sampled by the test (monotonic time, replicas)."""
+
+    name: str
+    emu: Emulator
+    pods: list[str]
+    procs: list[Proc] = field(default_factory=list)
+    proxies: list[RecordingProxy] = field(default_factory=list)
+    samples: list[tuple[float, int]] = field(default_factory=list)
+
+    def load(self, cpu: str) -> None:
+        self.emu.metrics.set_pod_metrics(pod_metrics(self.pods, cpu, _now()))
+
+    def sample(self) -> None:
+        self.samples.append((time.monotonic(), _replicas(self.emu)))
+
+    def first_at(self, replicas: int, after: float = 0.0) -> float | None:
+        return next((t for t, r in self.samples if t >= after and r == replicas), None)
+
+
+async def _start(
+    spawn: Callable[..., Any], run: Run, stack: contextlib.AsyncExitStack, extra: list[str]
+) -> Proc:
+    proxy = await stack.enter_async_context(RecordingProxy(run.emu.url))
+    p: Proc = await spawn([f"--master={proxy.url}", *_args(run.emu, *extra)[1:]])
+    run.procs.append(p)
+    run.proxies.append(proxy)
+    return p
+
+
+async def _ready_standby(b: Proc) -> None:
+    await wait_until(lambda: b.logged("hpactl.electing") is not None, 30, b, "standby elects")
+    for _ in range(200):
+        if await b.readyz() == 200:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the standby never became ready")
+
+
+async def _sample_until(runs: list[Run], pred: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        for r in runs:
+            r.sample()
+        if pred() or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.05)
+
+
+def _lead_time(run: Run, proc: Proc) -> float:
+    """When ``proc`` took the lease, from its proxy's side (its first lease write that
+    made it the holder is the first Lease update after the kill)."""
+    proxy = run.proxies[run.procs.index(proc)]
+    writes = [w for w in proxy.writes(leases=True) if w.is_lease and w.status < 300]
+    assert writes, f"{run.name}: the standby never wrote its lease"
+    return writes[0].at
+
+
+async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_the_gate(
+    spawn: Callable[..., Any],
+) -> None:
+    """(a) uninterrupted, (b) leader killed with the gate on, (c) gate off.
+
+    Load high (the target goes 2 -> 4), then low: the 20 s window holds 4 replicas
+    until the last recommendation of 4 leaves it. The leader is killed 8 s into the
+    window. (b) must scale down when (a) does (within a sync period and scheduling
+    slack), not at takeover. (c) is upstream's: the new leader starts empty, its first
+    sync seeds ``(current, now)`` (``recordInitialRecommendation``), so the window
+    starts over from the takeover and the scale-down comes a whole window after it,
+    later than (a).
+    """
+    flags = [*_fast_lease(LOCK), f"--horizontal-pod-autoscaler-downscale-stabilization={WINDOW:g}s"]
+    async with contextlib.AsyncExitStack() as stack:
+        runs: list[Run] = []
+        for name in ("a", "b", "c"):
+            emu = await stack.enter_async_context(Emulator())
+            names = workload(emu, "web", 2, _now())
+            for i in (2, 3):  # the pods of the 4 replicas it will scale to
+                names.append(emu.store.create(pod("web", i, _now()))["metadata"]["name"])
+            emu.store.create(hpa("web", "web", min_replicas=1, max_replicas=4))
+            runs.append(Run(name, emu, names))
+        a, b, c = runs
+        for r in runs:
+            r.load("200m")
+        gate = {"a": [GATE_ON], "b": [GATE_ON], "c": []}
+        for r in runs:
+            first = await _start(spawn, r, stack, [*flags, *gate[r.name]])
+            await wait_until(lambda p=first: p.logged("hpactl.leading") is not None, 30, first)
+        for r in (b, c):
+            await _ready_standby(await _start(spawn, r, stack, [*flags, *gate[r.name]]))
+        await _sample_until(runs, lambda: all(_replicas(r.emu) == 4 for r in runs), 30)
+        assert all(_replicas(r.emu) == 4 for r in runs), [r.samples[-1] for r in runs]
+        await _sample_until(runs, lambda: False, 2 * PERIOD)  # a few recommendations of 4
+
+        for r in runs:
+            r.load("10m")  # recommendation 1 from the next sync on; held by the window
+        dropped = time.monotonic()
+        await _sample_until(runs, lambda: False, 8.0)
+        assert all(r.samples[-1][1] == 4 for r in runs), "scaled down inside the window"
+        for r in (b, c):
+            r.procs[0].proc.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+
+        def done() -> bool:
+            return all(r.first_at(1) is not None for r in runs)
+
+        await _sample_until(runs, done, 2 * WINDOW + 10)
+        downs = {r.name: r.first_at(1) for r in runs}
+        assert None not in downs.values(), downs
+        down_a, down_b, down_c = (downs[n] or 0.0 for n in "abc")
+        lead_b, lead_c = _lead_time(b, b.procs[1]), _lead_time(c, c.procs[1])
+        rel = {k: round(v - dropped, 2) for k, v in {**downs, "kill": killed}.items() if v}
+        print(
+            f"\n[history failover] seconds after the load dropped: {rel}; "
+            f"takeover b {lead_b - dropped:.2f}, c {lead_c - dropped:.2f}"
+        )
+        # Nobody scaled to anything but 4 or 1 on the way.
+        for r in runs:
+            assert {n for t, n in r.samples if t >= dropped} <= {4, 1}, (r.name, r.samples)
+        # (a) held by the window from the drop.
+        assert down_a >= dropped + WINDOW - PERIOD
+        # (b) as (a): the next leader read the history the killed one persisted.
+        leading_b = next(e for e in b.procs[1].logs if e.get("event") == "hpactl.leading")
+        assert leading_b["histories"] == 1
+        assert abs(down_b - down_a) <= PERIOD + 1.0, rel
+        assert down_b >= lead_b + 2 * PERIOD, "(b) scaled down right after the takeover"
+        # (c) upstream: the window started over at the takeover.
+        leading_c = next(e for e in c.procs[1].logs if e.get("event") == "hpactl.leading")
+        assert "histories" not in leading_c
+        assert down_c >= lead_c + WINDOW - PERIOD, rel
+        assert down_c > down_a + PERIOD, rel
+        # (b)'s history is in the cluster and decodes; (c) wrote none.
+        cm = b.emu.store.get("", "configmaps", "kube-system", f"{LOCK}-history")
+        assert cm is not None
+        assert not c.emu.store.list("", "configmaps", "kube-system")
+        for r in runs:
+            for p in r.procs[len(r.procs) - 1 :]:
+                assert await p.stop() == 0
