@@ -71,6 +71,17 @@ def add_parser(subparsers: Any) -> None:
         default=60.0,
         help="seconds between watch BOOKMARK events (when the client allows them)",
     )
+    p.add_argument(
+        "--audit",
+        nargs="?",
+        type=int,
+        const=200_000,
+        default=0,
+        metavar="SIZE",
+        help="record every mutating request (times, method, path, User-Agent, status, the "
+        "writes it committed) in a log of SIZE records (default 200000), served at "
+        "GET /emulator/audit (docs/emulator-extras.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -98,6 +109,7 @@ async def _serve(args: argparse.Namespace) -> int:
         faults=bool(args.fault),
         history_size=args.history_size,
         bookmark_interval=args.bookmark_interval,
+        audit=args.audit,
     )
     if args.fault:
         emu.faults.add_specs(args.fault)

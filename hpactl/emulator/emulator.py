@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from hpactl.emulator.audit import DEFAULT_SIZE as DEFAULT_AUDIT_SIZE
+from hpactl.emulator.audit import AuditLog
 from hpactl.emulator.convert import default_object, to_storage
 from hpactl.emulator.metrics_api import MetricsState, registry_kinds
 from hpactl.emulator.rbac import Authorizer
@@ -61,6 +63,7 @@ class Emulator:
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
         git_version: str = "v1.32.0",
         tls: bool = False,
+        audit: bool | int = False,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -89,6 +92,11 @@ class Emulator:
 
             faults = FaultInjector(metrics_state=self.metrics)
         self.faults: Any = faults or None
+        # audit=True (or a size): record mutating requests, served at /emulator/audit
+        self.audit: AuditLog | None = None
+        if audit:
+            self.audit = AuditLog(DEFAULT_AUDIT_SIZE if audit is True else int(audit))
+            self.store.on_write.append(self.audit.on_write)
         self.server = ApiServer(
             self.store,
             self.registry,
@@ -99,6 +107,7 @@ class Emulator:
             ),
             ServerHooks(
                 faults=self.faults,
+                audit=self.audit,
                 authorizer=authorizer,
                 metrics=self.metrics,
                 tokens=self._tokens,

@@ -175,6 +175,7 @@ class ServerHooks:
     """Optional collaborators (from modules that may not exist yet)."""
 
     faults: Any = None
+    audit: Any = None  # an audit.AuditLog: its middleware goes first
     authorizer: Any = None
     metrics: Any = None
     # token -> (user, groups); None disables authentication.
@@ -202,6 +203,8 @@ class ApiServer:
 
     def make_app(self) -> web.Application:
         middlewares: list[Any] = []
+        if self.hooks.audit is not None:
+            middlewares.append(self.hooks.audit.middleware)
         if self.hooks.faults is not None and getattr(self.hooks.faults, "middleware", None):
             middlewares.append(self.hooks.faults.middleware)
         if self.hooks.tokens is not None:
