@@ -23,7 +23,9 @@ from hpactl.emulator import Emulator
 Obj = dict[str, Any]
 
 REPO = Path(__file__).resolve().parents[2]
-MANIFESTS = REPO / "manifests"
+# `kubectl apply -k manifests/` renders base/ unchanged; the overlays are beside it.
+MANIFESTS_ROOT = REPO / "manifests"
+MANIFESTS = MANIFESTS_ROOT / "base"
 
 HPACTL_NAMESPACE = "hpactl-system"
 HPACTL_SA = "hpactl"
@@ -34,7 +36,7 @@ APP_NAMESPACE = "default"
 
 
 def kustomization_files() -> list[Path]:
-    """The files `manifests/kustomization.yaml` lists, in its order."""
+    """The files `manifests/base/kustomization.yaml` lists, in its order."""
     kust = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
     return [MANIFESTS / str(name) for name in kust["resources"]]
 

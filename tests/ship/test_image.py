@@ -7,7 +7,7 @@ No Docker runs on the CI machines, so this file does three things:
   hpactl's wheel built with the tools of ``requirements/build.lock`` in the first
   stage, all installed from those files (no index, hash-checked again, ``pip check``)
   in the final one, a numeric non-root user, ``ENTRYPOINT ["hpactl", "run"]``, OCI
-  labels, and that it agrees with ``manifests/deployment.yaml`` (user, ports, tag);
+  labels, and that it agrees with ``manifests/base/deployment.yaml`` (user, ports, tag);
 * checks the locks: every pyproject dependency pinned within its bound, every pin
   with sha256 hashes, nothing pinned that hpactl does not need; and, where the
   package index can be reached, repeats the image's hashed install into a fresh
@@ -138,7 +138,7 @@ def _labels(stage: list[Instruction]) -> dict[str, str]:
 
 
 def _deployment_container() -> dict[str, object]:
-    dep = yaml.safe_load((REPO / "manifests" / "deployment.yaml").read_text())
+    dep = yaml.safe_load((REPO / "manifests" / "base" / "deployment.yaml").read_text())
     container: dict[str, object] = dep["spec"]["template"]["spec"]["containers"][0]
     return container
 
@@ -224,9 +224,9 @@ def test_dockerfile_runs_hpactl_as_a_numeric_non_root_user() -> None:
     entrypoints = [i.args for i in final if i.keyword == "ENTRYPOINT"]
     assert len(entrypoints) == 1 and json.loads(entrypoints[0]) == ["hpactl", "run"]
     # The Deployment runs the image as that same user and group.
-    pod = yaml.safe_load((REPO / "manifests" / "deployment.yaml").read_text())["spec"]["template"][
-        "spec"
-    ]
+    pod = yaml.safe_load((REPO / "manifests" / "base" / "deployment.yaml").read_text())["spec"][
+        "template"
+    ]["spec"]
     assert pod["securityContext"]["runAsUser"] == int(match.group(1))
     if match.group(2):
         assert pod["securityContext"]["runAsGroup"] == int(match.group(2))

@@ -32,7 +32,7 @@ from hpactl.emulator import Emulator
 
 from .support import (
     HPACTL_NAMESPACE,
-    MANIFESTS,
+    MANIFESTS_ROOT,
     HpactlProcess,
     RecordingAuthorizer,
     hpactl_argv,
@@ -44,7 +44,7 @@ from .support import (
 )
 
 Obj = dict[str, Any]
-SHADOW = MANIFESTS / "shadow"
+SHADOW = MANIFESTS_ROOT / "shadow"
 SA = "hpactl-shadow"
 SA_USER = f"system:serviceaccount:{HPACTL_NAMESPACE}:{SA}"
 K8S_VERSION = "1.37"
