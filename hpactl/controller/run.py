@@ -380,6 +380,12 @@ async def _serve(
             on_releasing=shard_releasing,
             on_lost=shard_lost,
         )
+        # Per retry period: one LIST, the member Lease and every held shard's Lease; a
+        # replica may come to hold all N. Their client must never make a renewal late.
+        lease_qps = 2.0 * (config.shards + 2) / le.retry_period.total_seconds()
+        app.session.raise_client_limit(
+            "coordination.k8s.io", lease_qps, config.shards + 2 + config.client.burst
+        )
         shards_changed()
         manager_task = asyncio.create_task(manager.run(), name="shard-manager")
         if keeper is not None:

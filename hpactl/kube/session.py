@@ -457,6 +457,22 @@ class KubeSession:
         return self._api
 
     # -- requests --------------------------------------------------------------
+    def raise_client_limit(self, group: str, qps: float, burst: int) -> None:
+        """Let ``group``'s own client (e.g. coordination.k8s.io) send at least ``qps``.
+
+        Leader election needs its renewals on time whatever the controller does;
+        with ``--shards`` one replica may renew dozens of Leases per retry period.
+        """
+        if group not in _OWN_CLIENT_GROUPS:
+            raise ValueError(f"{group} has no client of its own")
+        current = self._side_limiters.get(group) or self.limiter.sibling()
+        if current._qps <= 0 or current._qps >= qps:
+            self._side_limiters[group] = current
+            return
+        self._side_limiters[group] = TokenBucket(
+            qps, max(burst, current._burst), monotonic=current._monotonic, sleep=current._sleep
+        )
+
     def limiter_for(self, info: RequestInfo, verb: str = "") -> TokenBucket:
         """The bucket of the client upstream would use for this request (module doc)."""
         if info.group in _OWN_CLIENT_GROUPS:

@@ -142,3 +142,21 @@ def test_token_bucket_burst_then_rate() -> None:
 def test_token_bucket_disabled() -> None:
     tb = TokenBucket(0, 1, monotonic=FakeTime())
     assert all(tb.reserve() == 0.0 for _ in range(100))
+
+
+def test_raise_client_limit_gives_leases_their_own_faster_bucket() -> None:
+    from hpactl.kube.session import KubeSession
+
+    s = KubeSession(master="http://127.0.0.1:1", qps=5, burst=10)
+    leases = parse_path("/apis/coordination.k8s.io/v1/namespaces/x/leases/a")
+    status = parse_path("/apis/autoscaling/v2/namespaces/x/horizontalpodautoscalers/a/status")
+    s.raise_client_limit("coordination.k8s.io", 30.0, 40)
+    bucket = s.limiter_for(leases, "update")
+    # 40 renewals at once pass without waiting; the controller's own bucket is unchanged.
+    assert [bucket.reserve() for _ in range(40)] == [0.0] * 40
+    assert s.limiter_for(status, "update") is s.limiter
+    # Never lowered, and only for a group with a client of its own.
+    s.raise_client_limit("coordination.k8s.io", 1.0, 1)
+    assert s.limiter_for(leases, "update") is bucket
+    with pytest.raises(ValueError, match="no client of its own"):
+        s.raise_client_limit("autoscaling", 30.0, 40)
