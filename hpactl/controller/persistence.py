@@ -129,7 +129,8 @@ class HistoryKeeper:
         """The persisted histories of ``shard``'s HPAs that may be trusted (never raises)."""
         store = self._store(shard)
         try:
-            result = await store.load(epoch=epoch)
+            # Loaded only while holding the lease at ``epoch`` (see HistoryStore.load).
+            result = await store.load(epoch=epoch, adopt_newer=True)
         except (KubeError, TimeoutError) as exc:
             log.warning(
                 "hpactl.history_unreadable",

@@ -153,12 +153,19 @@ class HistoryStore:
         return int(m.group(1) or 0)
 
     # -- load ------------------------------------------------------------------------
-    async def load(self, *, epoch: int) -> LoadResult:
+    async def load(self, *, epoch: int, adopt_newer: bool = False) -> LoadResult:
         """Read every part (one LIST) and merge what the caller may trust.
 
         Never raises for content: an unreadable part or record, or a part stamped
         with an epoch above ``epoch``, is left out with a problem line. API errors
         other than NotFound propagate.
+
+        ``adopt_newer``: the caller holds the lease at ``epoch`` now, so a part stamped
+        higher comes from an earlier life of that Lease (deleted and created again,
+        its transitions counting from 0): its content is still not trusted, but the
+        next save overwrites it instead of raising ``HistoryFenced`` for ever. A
+        newer owner writing meanwhile still fences that save (its compare-and-swap
+        conflicts, and the part read again carries the newer epoch).
         """
         try:
             listed = await list_json(
@@ -185,10 +192,9 @@ class HistoryStore:
             part = _Part(str(meta.get("resourceVersion") or "") or None, part_epoch or 0)
             self._parts[index] = part
             if part_epoch is not None and part_epoch > epoch:
-                problems.append(
-                    f"history object {name}: ignored: written by a newer owner "
-                    f"(epoch {part_epoch} > {epoch})"
-                )
+                problems.append(_newer_problem(name, part_epoch, epoch, adopt_newer))
+                if adopt_newer:
+                    part.epoch = epoch
                 continue
             raw = (obj.get("binaryData") or {}).get(DATA_KEY)
             if not isinstance(raw, str):
@@ -205,10 +211,9 @@ class HistoryStore:
             if part_epoch is None:
                 part.epoch = decoded.epoch
                 if decoded.epoch > epoch:
-                    problems.append(
-                        f"history object {name}: ignored: written by a newer owner "
-                        f"(epoch {decoded.epoch} > {epoch})"
-                    )
+                    problems.append(_newer_problem(name, decoded.epoch, epoch, adopt_newer))
+                    if adopt_newer:
+                        part.epoch = epoch
                     continue
             ann = meta.get("annotations") or {}
             part.writer = str(ann.get(ANNOTATION_WRITER) or decoded.writer)
@@ -381,6 +386,15 @@ class HistoryStore:
                 f"owner (epoch {theirs} > {epoch}): {cause}"
             )
         return str((obj.get("metadata") or {}).get("resourceVersion") or "") or None
+
+
+def _newer_problem(name: str, found: int, epoch: int, adopted: bool) -> str:
+    if adopted:
+        return (
+            f"history object {name}: ignored: stamped epoch {found} > {epoch}, the lease's "
+            "transitions now (the Lease was created again since); it will be overwritten"
+        )
+    return f"history object {name}: ignored: written by a newer owner (epoch {found} > {epoch})"
 
 
 def _int(v: Any) -> int:

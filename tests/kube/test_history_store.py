@@ -389,3 +389,21 @@ async def test_record_longer_than_a_load_accepts_is_left_out_of_the_save(
     assert st.last_save_problems == ("history of ns/long: not saved: 257 entries, more than 256",)
     loaded = await store(session).load(epoch=1)
     assert loaded.records == records(2) and loaded.problems == ()
+
+
+async def test_a_recreated_lease_adopts_history_stamped_higher(session: KubeSession) -> None:
+    """A Lease deleted and created again counts its transitions from 0: the history its
+    earlier life stamped with epoch 7 is not trusted, but is overwritten, not fenced."""
+    data = records(3)
+    assert await store(session, "old-life").save(data, epoch=7, now=at(0)) == 1
+    fenced = store(session, "new-life")
+    await fenced.load(epoch=0)
+    with pytest.raises(HistoryFenced):
+        await fenced.save(data, epoch=0, now=at(15))
+    adopting = store(session, "new-life")
+    loaded = await adopting.load(epoch=0, adopt_newer=True)
+    assert loaded.records == {}
+    assert len(loaded.problems) == 1 and "created again" in loaded.problems[0]
+    fresh = records(2)
+    assert await adopting.save(fresh, epoch=0, now=at(15)) == 1
+    assert (await store(session, "reader").load(epoch=0)).records == fresh
