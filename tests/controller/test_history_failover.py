@@ -56,6 +56,15 @@ class Run:
     def sample(self) -> None:
         self.samples.append((time.monotonic(), _replicas(self.emu)))
 
+    def scale_writes(self) -> list[float]:
+        """When the target's scale was written (any replica), from the proxies' side."""
+        return sorted(
+            w.at
+            for proxy in self.proxies
+            for w in proxy.writes()
+            if w.path.endswith("/deployments/web/scale") and w.status < 300
+        )
+
     def first_at(self, replicas: int, after: float = 0.0) -> float | None:
         return next((t for t, r in self.samples if t >= after and r == replicas), None)
 
@@ -68,6 +77,10 @@ async def _start(
     run.procs.append(p)
     run.proxies.append(proxy)
     return p
+
+
+async def _leads(p: Proc) -> None:
+    await wait_until(lambda: p.logged("hpactl.leading") is not None, 30, p, "it leads")
 
 
 async def _ready_standby(b: Proc) -> None:
@@ -121,13 +134,13 @@ async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_th
                 names.append(emu.store.create(pod("web", i, _now()))["metadata"]["name"])
             emu.store.create(hpa("web", "web", min_replicas=1, max_replicas=4))
             runs.append(Run(name, emu, names))
-        a, b, c = runs
+        _, b, c = runs
         for r in runs:
             r.load("200m")
         gate = {"a": [GATE_ON], "b": [GATE_ON], "c": []}
         for r in runs:
             first = await _start(spawn, r, stack, [*flags, *gate[r.name]])
-            await wait_until(lambda p=first: p.logged("hpactl.leading") is not None, 30, first)
+            await _leads(first)
         for r in (b, c):
             await _ready_standby(await _start(spawn, r, stack, [*flags, *gate[r.name]]))
         await _sample_until(runs, lambda: all(_replicas(r.emu) == 4 for r in runs), 30)
@@ -178,3 +191,76 @@ async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_th
         for r in runs:
             for p in r.procs[len(r.procs) - 1 :]:
                 assert await p.stop() == 0
+
+
+RATE_PERIOD = 20  # scaleUp policy: 1 pod per 20 s
+
+
+def _rate_limited_hpa() -> dict[str, Any]:
+    obj = hpa("web", "web", min_replicas=1, max_replicas=4)
+    obj["spec"]["behavior"] = {
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "selectPolicy": "Max",
+            "policies": [{"type": "Pods", "value": 1, "periodSeconds": RATE_PERIOD}],
+        }
+    }
+    return obj
+
+
+async def test_scale_up_rate_limit_survives_a_leader_kill_only_with_the_gate(
+    spawn: Callable[..., Any],
+) -> None:
+    """scaleUp policy Pods 1 per 20 s, load far above target: the leader adds a pod,
+    is killed 5 s later; (a) uninterrupted adds the next 20 s after the first, (b)
+    gate on: the new leader knows the scale event and waits as long, (c) gate off:
+    upstream's new leader has no scale event and adds a pod at its first sync."""
+    flags = _fast_lease(LOCK)
+    async with contextlib.AsyncExitStack() as stack:
+        runs: list[Run] = []
+        for name in ("a", "b", "c"):
+            emu = await stack.enter_async_context(Emulator())
+            names = workload(emu, "web", 1, _now())
+            for i in (1, 2, 3):
+                names.append(emu.store.create(pod("web", i, _now()))["metadata"]["name"])
+            emu.store.create(_rate_limited_hpa())
+            run = Run(name, emu, names)
+            run.load("200m")  # 400% of the target: 4 wanted, 1 pod per 20 s allowed
+            runs.append(run)
+        _, b, c = runs
+        gate = {"a": [GATE_ON], "b": [GATE_ON], "c": []}
+        for r in runs:
+            first = await _start(spawn, r, stack, [*flags, *gate[r.name]])
+            await _leads(first)
+        for r in (b, c):
+            await _ready_standby(await _start(spawn, r, stack, [*flags, *gate[r.name]]))
+        await _sample_until(runs, lambda: all(_replicas(r.emu) == 2 for r in runs), 30)
+        assert all(_replicas(r.emu) == 2 for r in runs), [r.samples[-1] for r in runs]
+        await _sample_until(runs, lambda: False, 5.0)
+        for r in (b, c):
+            r.procs[0].proc.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+
+        def done() -> bool:
+            return all(r.first_at(3) is not None for r in runs)
+
+        await _sample_until(runs, done, RATE_PERIOD + 15)
+        adds = {r.name: r.scale_writes() for r in runs}
+        print(
+            "\n[rate limit failover] scale writes, seconds after the kill: "
+            f"{ {k: [round(t - killed, 2) for t in v] for k, v in adds.items()} }"
+        )
+        for name, ts in adds.items():
+            assert len(ts) == 2, (name, adds)  # 1 -> 2, 2 -> 3, each once
+        (a2, a3), (b2, b3), (c2, c3) = adds["a"], adds["b"], adds["c"]
+        assert a3 - a2 >= RATE_PERIOD - 0.5
+        # (b): not one pod more before 20 s since the last add, although B led long before.
+        lead_b = _lead_time(b, b.procs[1])
+        assert b2 < killed < lead_b < b3
+        assert b3 - b2 >= RATE_PERIOD - 0.5, adds
+        assert abs((b3 - b2) - (a3 - a2)) <= PERIOD + 1.0, adds
+        # (c): upstream, the new leader adds at once (its first sync after the takeover).
+        lead_c = _lead_time(c, c.procs[1])
+        assert c2 < killed < lead_c < c3
+        assert c3 - c2 < RATE_PERIOD - 5, adds
+        assert c3 - lead_c <= 2 * PERIOD + 1.0, adds
