@@ -15,7 +15,11 @@ cannot change the outcome; only entries that no later decision needs can be lost
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import gzip
+import json
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -24,6 +28,7 @@ from typing import Any
 
 from support.proxy import RecordingProxy
 
+from hpactl.core.history_codec import decode_histories
 from hpactl.emulator.emulator import Emulator
 
 from .builders import hpa, pod, pod_metrics, workload
@@ -264,3 +269,143 @@ async def test_scale_up_rate_limit_survives_a_leader_kill_only_with_the_gate(
         assert c2 < killed < lead_c < c3
         assert c3 - c2 < RATE_PERIOD - 5, adds
         assert c3 - lead_c <= 2 * PERIOD + 1.0, adds
+
+
+# ------------------------------------------------------------------- garbage at load
+
+
+def _configmap(name: str, history: str, **payload: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": "kube-system",
+            "labels": {"app.kubernetes.io/managed-by": "hpactl", "hpactl.dev/history": history},
+            "annotations": {
+                "hpactl.dev/history-writer": "someone-else",
+                "hpactl.dev/history-epoch": "0",
+                "hpactl.dev/history-parts": "5",
+            },
+        },
+        **payload,
+    }
+
+
+def _b64(data: bytes) -> dict[str, dict[str, str]]:
+    return {"binaryData": {"history.json.gz": base64.b64encode(data).decode("ascii")}}
+
+
+async def test_garbage_in_the_persisted_history_is_dropped_with_a_line_each_and_rewritten(
+    spawn: Callable[..., Any],
+) -> None:
+    """Before the leader starts, its history ConfigMaps hold: a part of garbage bytes,
+    a part of gzip'd non-JSON, a decompression bomb (40 MB of zeros in 40 KB), a part
+    without the blob, and in the one readable part a good record, a malformed one, one
+    over the entry limit, one of a deleted HPA and one of an HPA since recreated (another
+    uid). Every planted entry says "3 replicas": an HPA that scales to 3 read it.
+
+    The controller logs one ``hpactl.history_dropped`` per unreadable part or record
+    and counts the deleted/recreated ones as ``stale``, keeps running, starts those HPAs
+    empty (they stay at 2; only the good one goes to 3, the window's maximum), and its
+    first flush writes back a history that decodes cleanly: one record per live HPA,
+    with its uid, and nothing of the garbage.
+    """
+    history = f"{LOCK}-history"
+    async with Emulator() as emu:
+        uids: dict[str, str] = {}
+        pods: list[str] = []
+        for name in ("good", "bad", "long", "other"):
+            names = workload(emu, name, 2, _now())
+            pods += names
+            uids[name] = emu.store.create(hpa(name, name, max_replicas=10))["metadata"]["uid"]
+        emu.metrics.set_pod_metrics(
+            [m for n in pods for m in pod_metrics([n], "50m", _now())]  # at the target: 2
+        )
+        ten_s_ago = int((time.time() - 10) * 1e6)
+        entries = [[3, ten_s_ago]]
+        doc = {
+            "v": 1,
+            "w": "someone-else",
+            "e": 0,
+            "t": ten_s_ago,
+            "h": {
+                "default/good": {"u": uids["good"], "r": entries},
+                "default/bad": {"u": uids["bad"], "r": [[3, "yesterday"]]},
+                "default/long": {"u": uids["long"], "r": entries * 300},
+                "default/gone": {"u": "0b5e1e7e-0000-0000-0000-000000000000", "r": entries},
+                "default/other": {"u": "0b5e1e7e-1111-1111-1111-111111111111", "r": entries},
+            },
+        }
+        readable = gzip.compress(json.dumps(doc).encode(), mtime=0)
+        bomb = gzip.compress(b"\0" * (40 << 20), compresslevel=9, mtime=0)
+        assert len(bomb) < 100 << 10
+        emu.store.create(_configmap(history, history, **_b64(readable)))
+        emu.store.create(_configmap(f"{history}-1", history, **_b64(os.urandom(2048))))
+        emu.store.create(
+            _configmap(f"{history}-2", history, **_b64(gzip.compress(b'{"v": 1, "h": [')))
+        )
+        emu.store.create(_configmap(f"{history}-3", history, **_b64(bomb)))
+        emu.store.create(_configmap(f"{history}-4", history, data={"note": "no blob here"}))
+
+        flags = [
+            *_fast_lease(LOCK),
+            GATE_ON,
+            "--horizontal-pod-autoscaler-downscale-stabilization=60s",
+        ]
+        p: Proc = await spawn(_args(emu, *flags))
+        await _leads(p)
+        await wait_until(lambda: _replicas(emu, "good") == 3, 30, p, "good scales to 3")
+
+        def written_back() -> bool:
+            cm = emu.store.get("", "configmaps", "kube-system", history)
+            ann = ((cm or {}).get("metadata") or {}).get("annotations") or {}
+            return ann.get("hpactl.dev/history-writer") != "someone-else"
+
+        await wait_until(written_back, 10, p, "the history written back")
+        await asyncio.sleep(2 * PERIOD)  # a few more syncs of every HPA
+        assert p.proc.returncode is None
+        for name in ("bad", "long", "other"):
+            assert _replicas(emu, name) == 2, name
+
+        dropped = [e["problem"] for e in p.logs if e.get("event") == "hpactl.history_dropped"]
+        print("\n[history garbage] dropped:\n  " + "\n  ".join(dropped))
+        assert len(dropped) == 6, dropped
+        expect = {
+            f"{history}-1": "not gzip data",
+            f"{history}-2": "not JSON",
+            f"{history}-3": "once decompressed",
+            f"{history}-4": "no history.json.gz",
+        }
+        for part, what in expect.items():
+            assert sum(f"object {part}:" in d and what in d for d in dropped) == 1, (part, dropped)
+        assert sum("history of default/bad: dropped" in d for d in dropped) == 1
+        assert (
+            sum("history of default/long: dropped" in d and "300 entries" in d for d in dropped)
+            == 1
+        )
+        assert p.logged("hpactl.history_unreadable") is None
+        loaded = p.logged("hpactl.history_loaded")
+        assert loaded is not None and loaded["hpas"] == 1 and loaded["stale"] == 2, loaded
+        leading = p.logged("hpactl.leading")
+        assert leading is not None and leading["histories"] == 1
+        synced = {e.get("hpa") for e in p.logs if e.get("event") == "hpa.synced"}
+        assert {f"default/{n}" for n in uids} <= synced
+
+        # What is in the cluster now decodes without a problem: every live HPA, its uid,
+        # and nothing of what was planted.
+        records: dict[str, Any] = {}
+        for cm in emu.store.list("", "configmaps", "kube-system"):
+            blob = base64.b64decode((cm.get("binaryData") or {})["history.json.gz"])
+            decoded = decode_histories(blob)
+            assert decoded.problems == (), (cm["metadata"]["name"], decoded.problems)
+            assert cm["metadata"]["annotations"]["hpactl.dev/history-writer"] != "someone-else"
+            records.update(decoded.records)
+        assert set(records) == {f"default/{n}" for n in uids}
+        for name, uid in uids.items():
+            rec = records[f"default/{name}"]
+            assert rec.uid == uid
+            oldest = min(r.timestamp for r in rec.history.recommendations)
+            # (good's planted entry is compacted away once later ones of 3 follow it)
+            assert oldest.timestamp() * 1e6 > ten_s_ago, (name, rec)
+        assert await p.stop() == 0
