@@ -409,3 +409,73 @@ async def test_garbage_in_the_persisted_history_is_dropped_with_a_line_each_and_
             # (good's planted entry is compacted away once later ones of 3 follow it)
             assert oldest.timestamp() * 1e6 > ten_s_ago, (name, rec)
         assert await p.stop() == 0
+
+
+# ------------------------------------------------------------------- opt-in
+
+
+def _status_view(emu: Emulator) -> dict[str, Any]:
+    obj = emu.store.get("autoscaling", "horizontalpodautoscalers", "default", "web")
+    assert obj is not None
+    status = obj["status"]
+    return {
+        "current": status.get("currentReplicas"),
+        "desired": status.get("desiredReplicas"),
+        "scaled": "lastScaleTime" in status,
+        "conditions": sorted(
+            (c["type"], c["status"], c["reason"], c["message"]) for c in status["conditions"]
+        ),
+        "events": sorted(
+            (e.get("type"), e.get("reason"), e.get("message"))
+            for e in emu.store.list("", "events", "default")
+        ),
+    }
+
+
+async def test_with_the_gate_off_no_configmap_is_touched_and_the_outcome_is_the_same(
+    spawn: Callable[..., Any],
+) -> None:
+    """Gate unset (off by default) against gate on, side by side, one leader each, a
+    scale-up then a scale-down held 5 s by the window: with the gate off the replica
+    sends not one request about ConfigMaps (read or write, start to SIGTERM), none
+    exists; the HPA's status, conditions and Events are the same in both runs."""
+    flags = [*_fast_lease(LOCK), "--horizontal-pod-autoscaler-downscale-stabilization=5s"]
+    async with contextlib.AsyncExitStack() as stack:
+        runs: list[Run] = []
+        for name in ("off", "on"):
+            emu = await stack.enter_async_context(Emulator())
+            names = workload(emu, "web", 2, _now())
+            emu.store.create(hpa("web", "web", max_replicas=4))
+            runs.append(Run(name, emu, names))
+        off, on = runs
+        for r in runs:
+            r.load("200m")
+            await _leads(await _start(spawn, r, stack, [*flags, *([GATE_ON] if r is on else [])]))
+        for r in runs:
+            await wait_until(lambda r=r: _replicas(r.emu) == 4, 30, r.procs[0], "scale up")  # type: ignore[misc]
+        for r in runs:
+            for i in (2, 3):
+                r.pods.append(r.emu.store.create(pod("web", i, _now()))["metadata"]["name"])
+            r.load("10m")
+        for r in runs:
+            await wait_until(lambda r=r: _replicas(r.emu) == 1, 30, r.procs[0], "scale down")  # type: ignore[misc]
+        await asyncio.sleep(2 * PERIOD)  # status and Events after the last scale
+        views = {r.name: _status_view(r.emu) for r in runs}
+        for r in runs:
+            assert await r.procs[0].stop() == 0
+        assert views["off"] == views["on"]
+        assert views["off"]["events"] == [
+            ("Normal", "SuccessfulRescale", "New size: 1; reason: All metrics below target"),
+            (
+                "Normal",
+                "SuccessfulRescale",
+                "New size: 4; reason: cpu resource utilization (percentage of request) "
+                "above target",
+            ),
+        ]
+        assert not [s for s in off.proxies[0].seen if "configmaps" in s.path]
+        assert not off.emu.store.list("", "configmaps", "kube-system")
+        assert off.procs[0].logged("hpactl.history_loaded") is None
+        # The check can see them: the gate-on run read and wrote its history.
+        touched = [s for s in on.proxies[0].seen if "configmaps" in s.path]
+        assert any(s.method == "GET" for s in touched) and any(s.is_write for s in touched)
