@@ -1,0 +1,290 @@
+"""`hpactl run --shards 4` replicas paused, joining and leaving (issue 13, "Tests").
+
+Every replica is a process talking through its own recording proxy, so the test sees
+from the server's side who wrote what and when. Lease 3 s / renew 2 s / retry 250 ms
+(``_fast_lease``), sync period 1 s, no downscale window: a load change shows within a
+few seconds whether every HPA is still synced, and by whom.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from support.proxy import RecordingProxy, Seen
+
+from hpactl.core.sharding import assign_shards, shard_of
+from hpactl.emulator.emulator import Emulator
+
+from .builders import hpa, pod_metrics, workload
+from .test_run_process import Proc, _args, _fast_lease, _now, spawn, wait_until
+
+__all__ = ["spawn"]  # the fixture, shared with test_run_process
+
+SHARDS = 4
+LEASE, RETRY, PERIOD = 3.0, 0.25, 1.0
+#: How long a shard may stay without its rightful owner after a change: a lease
+#: duration, a few retry periods (LIST, elector retry, hand-off), and slack for a busy
+#: host running several processes.
+SETTLE = LEASE + 8 * RETRY + 2.0
+GATE_ON = "--feature-gates=HPAHistoryPersistence=true"
+
+
+def _namespaces() -> list[str]:
+    """Two namespaces per shard, so every shard has HPAs to sync."""
+    out: list[str] = []
+    per: dict[int, int] = {}
+    i = 0
+    while len(out) < 2 * SHARDS:
+        ns = f"team-{i}"
+        s = shard_of(ns, SHARDS)
+        if per.get(s, 0) < 2:
+            per[s] = per.get(s, 0) + 1
+            out.append(ns)
+        i += 1
+    return out
+
+
+NAMESPACES = _namespaces()
+
+
+@dataclass
+class Replica:
+    proc: Proc
+    proxy: RecordingProxy
+
+    @property
+    def identity(self) -> str:
+        return str((self.proc.logged("hpactl.sharding") or {}).get("identity") or "")
+
+    def held(self) -> set[int]:
+        """The shards this replica says it holds (its last shard_* log line)."""
+        for e in reversed(self.proc.logs):
+            if e.get("event") in ("hpactl.shard_acquired", "hpactl.shard_released"):
+                return set(e.get("held") or ())
+            if e.get("event") == "hpactl.shard_lost":
+                return set(e.get("held") or ())
+        return set()
+
+
+class Cluster:
+    def __init__(self, emu: Emulator, lock: str) -> None:
+        self.emu = emu
+        self.lock = lock
+        self.pods: dict[str, list[str]] = {}
+        for ns in NAMESPACES:
+            emu.store.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+            self.pods[ns] = workload(emu, "web", 2, _now(), ns=ns)
+            emu.store.create(hpa("web", "web", max_replicas=4, ns=ns))
+
+    def load(self, cpu: str) -> None:
+        self.emu.metrics.set_pod_metrics(
+            [m for ns in NAMESPACES for m in pod_metrics(self.pods[ns], cpu, _now(), ns=ns)]
+        )
+
+    def replicas(self, ns: str) -> int:
+        d = self.emu.store.get("apps", "deployments", ns, "web") or {}
+        return int((d.get("spec") or {}).get("replicas") or 0)
+
+    def all_at(self, n: int) -> bool:
+        return all(self.replicas(ns) == n for ns in NAMESPACES)
+
+    def holders(self) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for i in range(SHARDS):
+            lease = self.emu.store.get(
+                "coordination.k8s.io", "leases", "kube-system", f"{self.lock}-shard-{i}"
+            )
+            holder = str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+            if holder:
+                out[i] = holder
+        return out
+
+    def settled(self, live: list[Replica]) -> bool:
+        """Every shard held by the live replica ``assign_shards`` names, by lease and by
+        that replica's own account, and by no other live replica's account."""
+        ids = [r.identity for r in live]
+        if not all(ids):
+            return False
+        want = assign_shards(SHARDS, ids)
+        if self.holders() != want:
+            return False
+        return all(r.held() == {s for s, who in want.items() if who == r.identity} for r in live)
+
+
+def _shard_of_write(w: Seen, lock: str) -> int | None:
+    """The shard a write is for: its namespace's, or a history ConfigMap's suffix."""
+    if "/configmaps/" in w.path or w.path.endswith("/configmaps"):
+        name = w.path.rsplit("/", 1)[-1]
+        prefix = f"{lock}-history-"
+        return int(name[len(prefix) :].split("-")[0]) if name.startswith(prefix) else None
+    if "/namespaces/" not in w.path:
+        return None
+    return shard_of(w.path.split("/namespaces/")[1].split("/")[0], SHARDS)
+
+
+async def _replica(
+    spawn: Callable[..., Any], stack: contextlib.AsyncExitStack, emu: Emulator, flags: list[str]
+) -> Replica:
+    proxy = await stack.enter_async_context(RecordingProxy(emu.url))
+    p: Proc = await spawn([f"--master={proxy.url}", *_args(emu, *flags)[1:]])
+    await wait_until(lambda: p.logged("hpactl.sharding") is not None, 30, p, "sharding")
+    return Replica(p, proxy)
+
+
+def _scaled_by_holders(c: Cluster, replicas: list[Replica], since: float, n: int) -> None:
+    """Every namespace's last scale write since ``since`` (to ``n``) came from exactly
+    the replica that holds its shard now."""
+    holders = c.holders()
+    for ns in NAMESPACES:
+        by = {
+            r.identity
+            for r in replicas
+            for w in r.proxy.writes(since=since)
+            if w.path == f"/apis/apps/v1/namespaces/{ns}/deployments/web/scale"
+        }
+        assert by == {holders[shard_of(ns, SHARDS)]}, (ns, by, holders)
+    assert c.all_at(n)
+
+
+async def test_a_replica_paused_past_its_lease_writes_nothing_for_the_shards_it_lost(
+    spawn: Callable[..., Any],
+) -> None:
+    """A and B split the shards 2/2; A is SIGSTOPped; B takes all four and rescales
+    every namespace; A is resumed. From its resumption A sends no write but Lease
+    writes until it holds a shard again, and then writes only for the shards it holds
+    (scale, status, Events, history ConfigMaps); the shards go back to 2/2 and every
+    HPA is synced again by its shard's holder."""
+    lock = "hpactl-stop"
+    flags = [
+        *_fast_lease(lock),
+        f"--shards={SHARDS}",
+        GATE_ON,
+        "--horizontal-pod-autoscaler-downscale-stabilization=0s",
+    ]
+    async with Emulator() as emu, contextlib.AsyncExitStack() as stack:
+        c = Cluster(emu, lock)
+        c.load("50m")  # at the target: 2 replicas each
+        a = await _replica(spawn, stack, emu, flags)
+        await wait_until(lambda: c.settled([a]), 30, a.proc, "A holds all")
+        b = await _replica(spawn, stack, emu, flags)
+        await wait_until(lambda: c.settled([a, b]), 30, b.proc, "2/2")
+        lost = a.held()
+        assert len(lost) == 2
+        await wait_until(  # A has persisted its shards' history at least once
+            lambda: all(
+                emu.store.get("", "configmaps", "kube-system", f"{lock}-history-{s}") is not None
+                for s in range(SHARDS)
+            ),
+            10,
+            a.proc,
+            "every shard's history written",
+        )
+
+        a.proc.proc.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        try:
+            await wait_until(lambda: c.settled([b]), 2 * LEASE + SETTLE, b.proc, "B holds all")
+            took = time.monotonic() - stopped
+            since = time.monotonic()
+            c.load("200m")
+            await wait_until(lambda: c.all_at(4), 15, b.proc, "B scales every namespace")
+            _scaled_by_holders(c, [a, b], since, 4)
+        finally:
+            a.proc.proc.send_signal(signal.SIGCONT)
+        resumed = time.monotonic()
+        await wait_until(lambda: c.settled([a, b]), 30, a.proc, "2/2 again")
+        rebalanced = time.monotonic() - resumed
+        since = time.monotonic()
+        c.load("10m")
+        await wait_until(lambda: c.all_at(1), 15, b.proc, "every namespace scaled down")
+        _scaled_by_holders(c, [a, b], since, 1)
+        print(
+            f"\n[shards SIGSTOP] B held all {took:.2f}s after the stop; 2/2 again "
+            f"{rebalanced:.2f}s after the resumption; A lost {sorted(lost)}, "
+            f"holds {sorted(a.held())}"
+        )
+
+        # A's writes from its resumption: for each shard, nothing before A won its lease
+        # again (the first successful write of that lease since the resumption).
+        won: dict[int, float] = {}
+        for w in a.proxy.writes(since=resumed, leases=True):
+            for s in range(SHARDS):
+                if w.path.endswith(f"/leases/{lock}-shard-{s}") and w.status < 300:
+                    won.setdefault(s, w.at)
+        others = a.proxy.writes(since=resumed)
+        assert others, "A wrote nothing at all after rejoining"
+        for w in others:
+            shard = _shard_of_write(w, lock)
+            assert shard is not None, w
+            assert shard in won and w.at >= won[shard], (w, won, sorted(lost))
+        first_other = min(w.at for w in others)
+        assert first_other >= min(won.values())
+        assert a.proc.logged("hpactl.shard_lost") is not None
+        assert await a.proc.stop() == 0
+        assert await b.proc.stop() == 0
+
+
+async def test_shards_rebalance_as_replicas_join_and_leave_and_every_hpa_stays_synced(
+    spawn: Callable[..., Any],
+) -> None:
+    """One replica, then two, then three; one SIGTERMed (it hands its shards off), one
+    SIGKILLed (its shards are taken once its leases expire). After each change every
+    shard is held by the live replica ``assign_shards`` names, by lease and by every
+    replica's own account, within ``SETTLE``; then a load change rescales every
+    namespace, each by its shard's holder only."""
+    lock = "hpactl-join"
+    flags = [
+        *_fast_lease(lock),
+        f"--shards={SHARDS}",
+        "--horizontal-pod-autoscaler-downscale-stabilization=0s",
+    ]
+    async with Emulator() as emu, contextlib.AsyncExitStack() as stack:
+        c = Cluster(emu, lock)
+        all_replicas: list[Replica] = []
+        live: list[Replica] = []
+        loads = iter(["200m", "10m", "200m", "10m", "200m", "10m"])
+        taken: dict[str, float] = {}
+
+        async def settle_and_rescale(what: str, started: float, bound: float) -> None:
+            await wait_until(lambda: c.settled(live), bound, live[0].proc, what)
+            taken[what] = round(time.monotonic() - started, 2)
+            cpu = next(loads)
+            n = 4 if cpu == "200m" else 1
+            since = time.monotonic()
+            c.load(cpu)
+            await wait_until(lambda: c.all_at(n), 15, live[0].proc, f"{what}: rescaled")
+            _scaled_by_holders(c, all_replicas, since, n)
+
+        c.load("50m")
+        first = await _replica(spawn, stack, emu, flags)
+        all_replicas.append(first)
+        live.append(first)
+        await settle_and_rescale("one", time.monotonic(), 30)
+        for what in ("two", "three"):
+            r = await _replica(spawn, stack, emu, flags)  # the caches synced, it is a member
+            joined = time.monotonic()
+            all_replicas.append(r)
+            live.append(r)
+            await settle_and_rescale(what, joined, SETTLE)
+
+        leaving = live.pop(0)
+        termed = time.monotonic()
+        assert await leaving.proc.stop() == 0
+        assert leaving.proc.logged("hpactl.shard_released") is not None
+        await settle_and_rescale("SIGTERM", termed, SETTLE)
+
+        dying = live.pop(0)
+        dying.proc.proc.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        await settle_and_rescale("SIGKILL", killed, SETTLE)
+        print(f"\n[shards join/leave] settled (s after the change): {taken}")
+        assert live[0].held() == set(range(SHARDS))
+        # Nobody lost a shard without grace on the way: joins and SIGTERM hand off.
+        for r in all_replicas:
+            assert r.proc.logged("hpactl.shard_lost") is None, r.identity
+        assert await live[0].proc.stop() == 0
