@@ -53,6 +53,9 @@ SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 LogFormat = Literal["json", "console"]
 
 
+#: The values of --hpa-sources: autoscaling/v2 HPAs, and hpactl's own resource.
+HPA_SOURCES: tuple[str, ...] = ("builtin", "crd")
+
 #: Upper bound of --shards: each shard is a Lease renewed every retry period.
 MAX_SHARDS = 256
 
@@ -155,6 +158,9 @@ class ControllerConfig:
     # Active-active sharding: HPAs split by a stable hash into this many shards, each
     # owned through its own Lease (1: one leader Lease, as kube-controller-manager).
     shards: int = 1
+    # Which HorizontalPodAutoscalers hpactl reconciles: autoscaling/v2's ("builtin") and
+    # hpactl's own autoscaling.hpactl.dev resource ("crd"; managed clusters use it alone).
+    hpa_sources: tuple[str, ...] = ("builtin",)
     # KEP-6382 / KEP-4261: metrics providers asked directly (gate HPAMetricSource).
     metrics_providers_config: str | None = None
     metric_providers: tuple[MetricProvider, ...] = ()
@@ -453,6 +459,18 @@ SETTINGS: tuple[Setting, ...] = (
         "are taken over within the lease duration (docs/high-availability.md). 1 is "
         "kube-controller-manager's single leader. Needs --leader-elect when greater than 1.",
         _HPA + "shards",
+    ),
+    Setting(
+        "hpa_sources",
+        ("--hpa-sources",),
+        "strings",
+        SECTION_HPA,
+        "Which HorizontalPodAutoscalers to reconcile: builtin (autoscaling/v2, in place "
+        "of kube-controller-manager's controller), crd (hpactl's own "
+        "horizontalpodautoscalers.autoscaling.hpactl.dev, beside the built-in controller "
+        "of a managed cluster), or both. With crd, built-in HPAs are still watched "
+        "(read-only): an hpactl one targeting the same workload is not scaled "
+        "(ScalingActive=False, ConflictingAutoscaler; docs/managed-clusters.md).",
     ),
     # --- hpactl's own serving flags, named as controller-runtime names them, and the
     # secure-serving, authentication and authorization flags of kube-controller-manager
@@ -1285,6 +1303,14 @@ def validate(
             f"{name('shards')}: {config.shards} shards need --leader-elect "
             "(each shard is owned through its own Lease)"
         )
+    sources = config.hpa_sources
+    unknown = [s for s in sources if s not in HPA_SOURCES]
+    if unknown or not sources:
+        shown = ",".join(sources) or '""'
+        raise ConfigError(
+            f"{name('hpa_sources')}: {shown}: must be a comma-separated list of "
+            f"{' and '.join(HPA_SOURCES)}"
+        )
     if le.resource_lock != "leases":
         raise ConfigError(
             f"{name('leader_election.resource_lock')}: unsupported lock type "
@@ -1372,6 +1398,7 @@ def select_client_source(
 
 __all__ = [
     "API_VERSION",
+    "HPA_SOURCES",
     "KIND",
     "MAX_SHARDS",
     "SETTINGS",
