@@ -49,7 +49,6 @@ from hpactl.core.history import (
     record_initial_recommendation,
     store_scale_event,
 )
-from hpactl.core.metric_sources import apply_sources_condition, metric_sources
 from hpactl.core.metrics_eval import (
     NORMAL,
     WARNING,
@@ -62,12 +61,7 @@ from hpactl.core.metrics_eval import (
     tolerances_for_hpa,
     validate_and_parse_selector,
 )
-from hpactl.core.pod_selection import (
-    OWNER_REFERENCE,
-    apply_strategy_condition,
-    owned_only,
-    selection_strategy,
-)
+from hpactl.core.pod_selection import OWNER_REFERENCE, owned_only, selection_strategy
 from hpactl.core.replica_calculator import ReplicaCalculator, Tolerances
 from hpactl.core.suspend import MSG_SUSPENDED, SUSPENDED_REASON, parse_suspension
 from hpactl.model.featuregates import (
@@ -734,14 +728,6 @@ def decide(inputs: SyncInputs) -> Plan:
     events: list[Event] = []
     history = inputs.history
     strategy = selection_strategy(hpa, config.selection_strategy)
-    if config.selection_strategy:
-        conds, strategy_events = apply_strategy_condition(conds, strategy, now)
-        events.extend(strategy_events)
-    if config.metric_source:
-        conds, source_events = apply_sources_condition(
-            conds, metric_sources(hpa, config.metric_source), now
-        )
-        events.extend(source_events)
 
     # §3: any failure to read the scale subresource.
     if inputs.scale is None:
@@ -1280,9 +1266,7 @@ def _rate_limit(
 # ----------------------------------------------------------------------------- finalize
 
 
-def record_rescale(
-    history: History, hpa: HPA, previous: int, new: int, at: datetime
-) -> History:
+def record_rescale(history: History, hpa: HPA, previous: int, new: int, at: datetime) -> History:
     """The scale event a successful rescale stores (``storeScaleEvent``; behavior HPAs
     only). Also used when a write whose answer was lost turns out to have landed."""
     b = hpa.spec.behavior
@@ -1402,8 +1386,14 @@ def _outcome(
     if error is not None:
         label = "spec" if plan.error_is_spec else "internal"
     config = plan.config
+    # Malformed extension annotations: AnnotationsValid=False and a Warning each.
     problems = annotation_problems(
-        plan.hpa, sync_period=config.configurable_sync_period, suspend=config.suspend
+        plan.hpa,
+        sync_period=config.configurable_sync_period,
+        suspend=config.suspend,
+        selection_strategy=config.selection_strategy,
+        metric_sources=config.metric_source,
+        metric_fallback=config.metric_fallback,
     )
     status = replace(status, conditions=apply_problems(status.conditions, problems, plan.now))
     events = [*events, *(Event(WARNING, p.reason, p.message) for p in problems)]

@@ -12,9 +12,11 @@ field, so hpactl reads the same two fields from the annotation
 
 A key is a metric's index in ``spec.metrics`` or its label as ``hpactl explain``
 shows it (``cpu``, ``memory(app)``, ``pods:rps``, ``object:hits``,
-``external:queue``). Everything else is refused with one line, and the HPA is then
-synced as if the annotation were absent, with a Warning event and the condition
-``ExternalMetricFallbackActive=False`` (reason ``InvalidMetricFallback``) saying why.
+``external:queue``). Everything else is refused with one line (:func:`fallback_problem`,
+reported as every malformed annotation is: ``AnnotationsValid=False`` with reason
+``InvalidMetricFallback`` and a Warning event, see
+:mod:`hpactl.core.extension_conditions`), and the HPA is then synced as if the
+annotation were absent.
 
 Pure: the controller's per-HPA :class:`~hpactl.core.history.History` carries the
 failure streaks (``failing_metrics``); ``now`` is passed in.
@@ -30,7 +32,7 @@ from typing import Any
 
 from hpactl.core import conditions as C
 from hpactl.core.history import FailingMetric, History
-from hpactl.core.metrics_eval import NORMAL, WARNING, Cond, Event, MetricOutcome
+from hpactl.core.metrics_eval import NORMAL, Cond, Event, MetricOutcome
 from hpactl.model.hpa import (
     CONTAINER_RESOURCE,
     EXTERNAL,
@@ -54,6 +56,7 @@ __all__ = [
     "FallbackConfig",
     "Settled",
     "Setup",
+    "fallback_problem",
     "metric_label",
     "parse_fallback",
     "settle",
@@ -73,7 +76,7 @@ _MAX_INT32 = 2**31 - 1
 #: Events: KEP-5679 names the activation event; the deactivation one is hpactl's.
 EVENT_ACTIVATED = "ExternalMetricFallbackActivated"
 EVENT_DEACTIVATED = "ExternalMetricFallbackDeactivated"
-#: Reason of the Warning event and of the condition (False) for a malformed value.
+#: Reason of the Warning event and of ``AnnotationsValid=False`` for a malformed value.
 INVALID_METRIC_FALLBACK = "InvalidMetricFallback"
 
 #: Condition reasons.
@@ -269,6 +272,22 @@ def _condition(conds: tuple[HPACondition, ...]) -> HPACondition | None:
     return None
 
 
+def _read(hpa: HPA) -> tuple[FallbackConfig | None, str]:
+    """The annotation's fallbacks (None: unset or malformed) and, when malformed, why."""
+    value = hpa.annotations.get(ANNOTATION)
+    if value is None:
+        return None, ""
+    try:
+        return parse_fallback(value, hpa.spec.metrics), ""
+    except ValueError as e:
+        return None, _one_line(f"annotation {ANNOTATION}: {e}; no metric falls back")
+
+
+def fallback_problem(hpa: HPA, enabled: bool) -> str:
+    """The one-line message for a malformed annotation ("" when valid, unset or gated off)."""
+    return _read(hpa)[1] if enabled else ""
+
+
 def setup(
     hpa: HPA,
     enabled: bool,
@@ -278,21 +297,13 @@ def setup(
 ) -> Setup:
     """Read the annotation when the metrics are about to be evaluated.
 
-    Gate off: nothing at all changes. Annotation absent: the HPA is upstream's (the
-    streaks and the condition left from an earlier setting are dropped). Malformed:
-    as if absent, plus ``ExternalMetricFallbackActive=False`` with reason
-    ``InvalidMetricFallback`` and a Warning event naming the problem, each sync.
+    Gate off: nothing at all changes. Annotation absent or malformed: the HPA is
+    upstream's (the streaks and the condition left from an earlier setting are
+    dropped; a malformed value is reported by :func:`fallback_problem`'s caller).
     """
     if not enabled:
         return Setup(None, history, conds, ())
-    value = hpa.annotations.get(ANNOTATION)
-    config: FallbackConfig | None = None
-    problem = ""
-    if value is not None:
-        try:
-            config = parse_fallback(value, hpa.spec.metrics)
-        except ValueError as e:
-            problem = _one_line(f"annotation {ANNOTATION}: {e}; no metric falls back")
+    config, _ = _read(hpa)
     if config is not None:
         # Streaks of metrics that no longer have a fallback (or moved) are dropped.
         keys = {f.key for f in config.fallbacks}
@@ -312,12 +323,7 @@ def setup(
     ]
     if history.failing_metrics:
         history = replace(history, failing_metrics=())
-    if problem:
-        events.append(Event(WARNING, INVALID_METRIC_FALLBACK, problem))
-        conds = C.set_condition_in_list(
-            conds, CONDITION, C.FALSE, INVALID_METRIC_FALLBACK, problem, now
-        )
-    elif _condition(conds) is not None:
+    if _condition(conds) is not None:
         conds = C.remove_condition(conds, CONDITION)
     return Setup(None, history, conds, tuple(events))
 

@@ -11,9 +11,11 @@ format. The API server would drop the field, so hpactl reads it from the annotat
 
 It applies to every Pods, Object and External metric of the HPA with that name
 (Resource metrics always come from ``metrics.k8s.io``, as in the KEP). The group
-must be a DNS subdomain other than the default metrics groups. A malformed value
-sets :data:`CONDITION` False (reason :data:`INVALID_REASON`) and a Warning event, and
-the HPA is otherwise synced as if it were unset. Gate off: ignored. Pure.
+must be a DNS subdomain other than the default metrics groups. A malformed value is
+reported as every malformed extension annotation is (``AnnotationsValid=False``,
+reason :data:`INVALID_REASON`, and a Warning event: see
+:mod:`hpactl.core.extension_conditions`), and the HPA is otherwise synced as if it
+were unset. Gate off: ignored. Pure.
 """
 
 from __future__ import annotations
@@ -21,12 +23,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-from hpactl.core import conditions as C
-from hpactl.core.metrics_eval import WARNING, Event
-from hpactl.model.hpa import HPA, HPACondition
+from hpactl.model.hpa import HPA
 from hpactl.model.metric_providers import check_api_group
 
 if TYPE_CHECKING:  # decide imports this module
@@ -34,16 +33,14 @@ if TYPE_CHECKING:  # decide imports this module
 
 __all__ = [
     "ANNOTATION",
-    "CONDITION",
     "INVALID_REASON",
     "SourceChoice",
-    "apply_sources_condition",
     "metric_sources",
     "with_sources",
 ]
 
 ANNOTATION = "hpactl.dev/metric-sources"
-CONDITION = "MetricSourcesValid"
+#: Reason of the Warning event and of ``AnnotationsValid=False`` for a malformed value.
 INVALID_REASON = "InvalidMetricSources"
 _ROUTABLE = ("pods", "object", "external")
 
@@ -100,14 +97,3 @@ def with_sources(
         else r
         for r in requests
     )
-
-
-def apply_sources_condition(
-    conds: tuple[HPACondition, ...], choice: SourceChoice, now: datetime
-) -> tuple[tuple[HPACondition, ...], tuple[Event, ...]]:
-    """The conditions with :data:`CONDITION` set (malformed) or removed, and the
-    Warning event a malformed value gets at each sync."""
-    if choice.error is None:
-        return C.remove_condition(conds, CONDITION), ()
-    conds = C.set_condition_in_list(conds, CONDITION, C.FALSE, INVALID_REASON, choice.error, now)
-    return conds, (Event(WARNING, INVALID_REASON, choice.error),)

@@ -20,9 +20,10 @@ themselves count replicas by. The selector validation (empty, unparsable,
 the KEP (which changes ``GetResourceReplicas`` and its siblings, not
 ``validateAndParseSelector``).
 
-A malformed value sets the condition :data:`CONDITION` (False, reason
-:data:`INVALID_REASON`) and a Warning event, and the HPA is otherwise synced as if
-the annotation were unset; the condition is removed once the value is valid again.
+A malformed value is reported as every malformed extension annotation is
+(``AnnotationsValid=False``, reason :data:`INVALID_REASON`, and a Warning event: see
+:mod:`hpactl.core.extension_conditions`), and the HPA is otherwise synced as if the
+annotation were unset.
 With the gate off nothing here runs (status, conditions and events are upstream's).
 Pure: no I/O.
 """
@@ -31,22 +32,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Final, Literal
 
-from hpactl.core import conditions as C
-from hpactl.core.metrics_eval import WARNING, Event, MetricInput
-from hpactl.model.hpa import HPA, HPACondition
+from hpactl.core.metrics_eval import MetricInput
+from hpactl.model.hpa import HPA
 from hpactl.model.pod import PodView
 
 __all__ = [
     "ANNOTATION",
-    "CONDITION",
     "INVALID_REASON",
     "LABEL_SELECTOR",
     "OWNER_REFERENCE",
     "StrategyChoice",
-    "apply_strategy_condition",
     "owned_only",
     "owner_uids",
     "selection_strategy",
@@ -58,7 +55,7 @@ Strategy = Literal["LabelSelector", "OwnerReference"]
 ANNOTATION = "hpactl.dev/selection-strategy"
 LABEL_SELECTOR: Final[Strategy] = "LabelSelector"
 OWNER_REFERENCE: Final[Strategy] = "OwnerReference"
-CONDITION = "SelectionStrategyValid"
+#: Reason of the Warning event and of ``AnnotationsValid=False`` for a malformed value.
 INVALID_REASON = "InvalidSelectionStrategy"
 
 
@@ -92,17 +89,6 @@ def wants_owned_pods(hpa: HPA, enabled: bool) -> bool:
     """Whether this HPA's pods are to be filtered by owner (the shell then looks up
     the target's ReplicaSets)."""
     return selection_strategy(hpa, enabled).strategy == OWNER_REFERENCE
-
-
-def apply_strategy_condition(
-    conds: tuple[HPACondition, ...], choice: StrategyChoice, now: datetime
-) -> tuple[tuple[HPACondition, ...], tuple[Event, ...]]:
-    """The conditions with :data:`CONDITION` set (malformed) or removed (valid),
-    and the Warning event a malformed value gets at each sync."""
-    if choice.error is None:
-        return C.remove_condition(conds, CONDITION), ()
-    conds = C.set_condition_in_list(conds, CONDITION, C.FALSE, INVALID_REASON, choice.error, now)
-    return conds, (Event(WARNING, INVALID_REASON, choice.error),)
 
 
 def owner_uids(target_uid: str, replicasets: Iterable[tuple[str, str]]) -> frozenset[str] | None:

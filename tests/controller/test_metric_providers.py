@@ -246,7 +246,7 @@ async def test_malformed_annotation_warns_and_routes_as_if_unset(tmp_path: Path)
 
     unset_status, unset_events = await run(None)
     status, evs = await run('{"rps": "External.Metrics"}')
-    (cond,) = [x for x in status["conditions"] if x["type"] == "MetricSourcesValid"]
+    (cond,) = [x for x in status["conditions"] if x["type"] == "AnnotationsValid"]
     assert (cond["status"], cond["reason"]) == ("False", "InvalidMetricSources")
     assert cond["message"] == (
         'annotation hpactl.dev/metric-sources=\'{"rps": "External.Metrics"}\' metric '

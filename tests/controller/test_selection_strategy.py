@@ -162,7 +162,7 @@ async def test_label_selector_counts_the_stranger_owner_reference_does_not() -> 
     (m,) = rec.explanation.metrics
     assert (m.total_pods, m.ready_pods) == (4, 4)
     assert status["currentMetrics"][0]["resource"]["current"]["averageUtilization"] == 50
-    assert not [c for c in status["conditions"] if c["type"] == "SelectionStrategyValid"]
+    assert not [c for c in status["conditions"] if c["type"] == "AnnotationsValid"]
     assert not [e for e in evs if e[0] == "Warning"]
 
     # LabelSelector written out is the default.
@@ -183,7 +183,7 @@ async def test_malformed_value_warns_and_syncs_as_if_unset() -> None:
     unset_status, unset_events, _ = await outcome(True, None)
     status, evs, rec = await outcome(True, "Ownerreference")
     assert (rec.current, rec.desired, rec.rescaled) == (4, 8, True)
-    (cond,) = [c for c in status["conditions"] if c["type"] == "SelectionStrategyValid"]
+    (cond,) = [c for c in status["conditions"] if c["type"] == "AnnotationsValid"]
     message = (
         "annotation hpactl.dev/selection-strategy='Ownerreference' is neither "
         "LabelSelector nor OwnerReference; selecting pods by label (LabelSelector)"
@@ -203,15 +203,13 @@ async def test_fixing_the_value_removes_the_condition() -> None:
     async with cluster(True, "owner") as run:
         run.load("50m")
         await run.step()
-        assert any(
-            c["type"] == "SelectionStrategyValid" for c in run.hpa_obj()["status"]["conditions"]
-        )
+        assert any(c["type"] == "AnnotationsValid" for c in run.hpa_obj()["status"]["conditions"])
         run.set_hpa(web_hpa("OwnerReference"))
         run.load("50m")
         recs = await run.step(15)
         assert recs["default/web"].explanation.metrics[0].total_pods == 4
         conds = run.hpa_obj()["status"]["conditions"]
-        assert not [c for c in conds if c["type"] == "SelectionStrategyValid"]
+        assert not [c for c in conds if c["type"] == "AnnotationsValid"]
 
 
 async def test_switching_strategy_keeps_stabilization_and_rate_policies() -> None:

@@ -27,6 +27,7 @@ from core_builders import (
 
 from hpactl.core import metric_fallback as FB
 from hpactl.core.decide import CoreConfig, Outcome, reconcile
+from hpactl.core.extension_conditions import ANNOTATIONS_VALID, annotation_problems
 from hpactl.core.history import History
 from hpactl.core.metrics_eval import MetricInput
 from hpactl.model.hpa import HPA, hpa_from_raw
@@ -135,17 +136,15 @@ def test_malformed_values_are_refused_with_one_line(value: str, problem: str) ->
         FB.parse_fallback(value, specs(*metrics).spec.metrics)
     assert str(e.value) == problem
     h = hpa_from_raw(with_annotation(raw_hpa(metrics), value))
-    got = FB.setup(h, True, History(), (), NOW)
     line = f"annotation {FB.ANNOTATION}: {problem}; no metric falls back"
-    assert got.config is None
-    assert [(e.type, e.reason, e.message) for e in got.events] == [
-        ("Warning", "InvalidMetricFallback", line)
-    ]
-    assert [(c.type, c.status, c.reason, c.message) for c in got.conditions] == [
-        (FB.CONDITION, "False", "InvalidMetricFallback", line)
-    ]
-    off = FB.setup(h, False, History(), (), NOW)
-    assert (off.config, off.events, off.conditions) == (None, (), ())
+    assert FB.fallback_problem(h, True) == line
+    assert FB.fallback_problem(h, False) == ""
+    # Synced as if unset: no fallback, and the KEP's condition is not set for it.
+    got = FB.setup(h, True, History(), (), NOW)
+    assert (got.config, got.events, got.conditions) == (None, (), ())
+    (problem_,) = annotation_problems(h, metric_fallback=True)
+    assert (problem_.reason, problem_.message) == ("InvalidMetricFallback", line)
+    assert annotation_problems(h, metric_fallback=False) == ()
 
 
 # ------------------------------------------------------------------ running the syncs
@@ -192,6 +191,12 @@ def cond(out: Outcome, type_: str = FB.CONDITION) -> tuple[str, str, str] | None
 
 def events(out: Outcome) -> list[tuple[str, str, str]]:
     return [(e.type, e.reason, e.message) for e in out.events]
+
+
+def without_annotations_valid(raw: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(raw)
+    out["conditions"] = [c for c in raw.get("conditions", []) if c["type"] != ANNOTATIONS_VALID]
+    return out
 
 
 def without_fallback_condition(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -310,26 +315,45 @@ def test_gate_off_ignores_the_annotation_completely() -> None:
 def test_malformed_annotation_syncs_as_if_unset() -> None:
     bad = Run(queue_hpa('{"external:queue": {"replicas": 0}}'), ON, current=4)
     plain = Run(queue_hpa(None), ON, current=4)
+    line = (
+        f'annotation {FB.ANNOTATION}: "external:queue".replicas: must be between 1 '
+        "and 2147483647, got 0; no metric falls back"
+    )
     for t in range(0, 600, 15):
         m: MetricInput = ext_value(100_000) if t == 0 else DOWN
         a, b = bad.sync(t, [m]), plain.sync(t, [m])
-        # The Warning, then upstream's events; upstream's conditions, then ours.
-        assert events(a) == [
-            (
-                "Warning",
-                "InvalidMetricFallback",
-                f'annotation {FB.ANNOTATION}: "external:queue".replicas: must be between 1 '
-                "and 2147483647, got 0; no metric falls back",
-            ),
-            *events(b),
-        ]
-        assert without_fallback_condition(a.status_raw) == b.status_raw
-        assert cond(a)[:2] == ("False", "InvalidMetricFallback")  # type: ignore[index]
+        # Upstream's events, then the Warning; upstream's conditions, then ours.
+        assert events(a) == [*events(b), ("Warning", "InvalidMetricFallback", line)]
+        assert without_annotations_valid(a.status_raw) == b.status_raw
+        assert cond(a) is None
+        assert cond(a, ANNOTATIONS_VALID) == ("False", "InvalidMetricFallback", line)
         assert a.history == b.history
     assert bad.current == 4
-    # Fixed: the invalid condition gives way to the real one.
+    # Fixed: AnnotationsValid goes, the KEP's condition comes.
     bad.raw = queue_hpa()
-    assert cond(bad.sync(600, [DOWN]))[1] == "FallbackPending"  # type: ignore[index]
+    fixed = bad.sync(600, [DOWN])
+    assert cond(fixed)[1] == "FallbackPending"  # type: ignore[index]
+    assert cond(fixed, ANNOTATIONS_VALID) is None
+
+
+def test_malformed_after_a_valid_one_deactivates_and_drops_the_condition() -> None:
+    run = Run(queue_hpa(fb(**{"external:queue": {"replicas": 6, "failureDuration": "30s"}})), ON, 2)
+    for t in range(0, 60, 15):
+        run.sync(t, [DOWN])
+    assert cond(run.outcomes[-1])[:2] == ("True", "FallbackActive")  # type: ignore[index]
+    run.raw = queue_hpa("{")
+    out = run.sync(60, [DOWN])
+    assert cond(out) is None
+    assert cond(out, ANNOTATIONS_VALID)[:2] == ("False", "InvalidMetricFallback")  # type: ignore[index]
+    # The fallback ends (as if the annotation were removed), the metric freezes the
+    # HPA as upstream, and the Warning comes last.
+    assert [e[1] for e in events(out)] == [
+        FB.EVENT_DEACTIVATED,
+        "FailedGetExternalMetric",
+        "FailedComputeMetricsReplicas",
+        "InvalidMetricFallback",
+    ]
+    assert out.history.failing_metrics == ()
 
 
 def test_fixing_or_removing_the_annotation_drops_streak_and_condition() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from hpactl.cache.projections import workload_scale_from_raw
+from hpactl.core.extension_conditions import annotation_problems, apply_problems
 from hpactl.core.pod_selection import (
     LABEL_SELECTOR,
     OWNER_REFERENCE,
-    apply_strategy_condition,
     owned_only,
     owner_uids,
     selection_strategy,
@@ -52,12 +52,15 @@ def test_strategy_from_the_annotation_only_with_the_gate() -> None:
     bad = selection_strategy(_hpa({"hpactl.dev/selection-strategy": "OwnerReferences"}), True)
     assert bad.strategy == LABEL_SELECTOR and bad.error is not None
     assert "'OwnerReferences'" in bad.error
-    conds, events = apply_strategy_condition((), bad, NOW)
-    assert [(c.type, c.status, c.reason) for c in conds] == [
-        ("SelectionStrategyValid", "False", "InvalidSelectionStrategy")
+    bad_hpa = _hpa({"hpactl.dev/selection-strategy": "OwnerReferences"})
+    (problem,) = annotation_problems(bad_hpa, selection_strategy=True)
+    assert (problem.reason, problem.message) == ("InvalidSelectionStrategy", bad.error)
+    conds = apply_problems((), (problem,), NOW)
+    assert [(c.type, c.status, c.reason, c.message) for c in conds] == [
+        ("AnnotationsValid", "False", "InvalidSelectionStrategy", bad.error)
     ]
-    assert [(e.type, e.reason) for e in events] == [("Warning", "InvalidSelectionStrategy")]
-    assert apply_strategy_condition(conds, selection_strategy(_hpa(), True), NOW) == ((), ())
+    assert annotation_problems(bad_hpa, selection_strategy=False) == ()
+    assert apply_problems(conds, annotation_problems(_hpa(), selection_strategy=True), NOW) == ()
 
 
 def test_controller_owner_is_projected() -> None:

@@ -127,17 +127,22 @@ def test_malformed_annotations_are_reported_and_otherwise_ignored() -> None:
     assert got.history == plain.history
     cm = cond_map(got.status_raw)
     status, reason, message = cm.pop(ANNOTATIONS_VALID)
-    assert (status, reason) == ("False", "InvalidSyncPeriod")
-    assert message == (
-        f'annotation {SYNC_PERIOD_ANNOTATION}="90s" is not a whole number of seconds; the '
-        f'default sync period is used; annotation {SUSPEND_ANNOTATION}="yes please" is not a '
-        "boolean (true or false); the HPA is not suspended"
+    # Two problems, one condition: reasons and messages in annotation-name order.
+    suspend_msg = (
+        f'annotation {SUSPEND_ANNOTATION}="yes please" is not a boolean (true or false); '
+        "the HPA is not suspended"
     )
+    period_msg = (
+        f'annotation {SYNC_PERIOD_ANNOTATION}="90s" is not a whole number of seconds; the '
+        "default sync period is used"
+    )
+    assert (status, reason) == ("False", "InvalidSuspend,InvalidSyncPeriod")
+    assert message == f"{suspend_msg}; {period_msg}"
     assert cm == cond_map(plain.status_raw)
     assert events(got) == [
         *events(plain),
-        ("Warning", "InvalidSyncPeriod", message.split("; annotation")[0]),
-        ("Warning", "InvalidSuspend", "annotation " + message.split("; annotation ")[1]),
+        ("Warning", "InvalidSuspend", suspend_msg),
+        ("Warning", "InvalidSyncPeriod", period_msg),
     ]
     # Fixed: the condition goes away, the status is the plain one again.
     fixed = replace(bad, annotations={SYNC_PERIOD_ANNOTATION: "30"})

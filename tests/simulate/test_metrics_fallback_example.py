@@ -149,12 +149,14 @@ async def test_malformed_annotation_is_reported_and_otherwise_upstream() -> None
     warnings = events(results, "shop/web", "InvalidMetricFallback")
     # Each sync emits it; the event recorder's spam filter lets some through.
     assert warnings[0][0] == 0 and {m for _, m in warnings} == {message}
-    c = condition(results[-1], "shop/web")
+    # Reported as every malformed annotation is; the KEP's condition is not set.
+    c = condition(results[-1], "shop/web", "AnnotationsValid")
     assert c is not None and (c["status"], c["reason"], c["message"]) == (
         "False",
         "InvalidMetricFallback",
         message,
     )
+    assert condition(results[-1], "shop/web") is None
     # The other HPAs are unaffected.
     assert changes(results, "Deployment/shop/worker") == changes(
         await run(data), "Deployment/shop/worker"

@@ -92,7 +92,7 @@ async def test_label_selector_is_upstream_and_the_gate_off_changes_nothing() -> 
 def _strip(line: dict[str, Any]) -> dict[str, Any]:
     line = copy.deepcopy(line)
     for hpa in line["hpas"].values():
-        hpa["conditions"] = [c for c in hpa["conditions"] if c["type"] != "SelectionStrategyValid"]
+        hpa["conditions"] = [c for c in hpa["conditions"] if c["type"] != "AnnotationsValid"]
     line["events"] = [e for e in line["events"] if e["reason"] != "InvalidSelectionStrategy"]
     for d in line["decisions"].values():
         d["writes"]["events"] = [
@@ -109,10 +109,11 @@ async def test_malformed_value_warns_and_runs_as_unset() -> None:
     assert replicas(bad) == replicas(unset)
     (first, *_) = bad
     conds = {c["type"]: c for c in first.hpas["shop/web"]["conditions"]}
-    assert conds["SelectionStrategyValid"]["reason"] == "InvalidSelectionStrategy"
+    assert conds["AnnotationsValid"]["status"] == "False"
+    assert conds["AnnotationsValid"]["reason"] == "InvalidSelectionStrategy"
     assert (
         "'owner-reference' is neither LabelSelector nor OwnerReference"
-        in (conds["SelectionStrategyValid"]["message"])
+        in (conds["AnnotationsValid"]["message"])
     )
     assert any(e["reason"] == "InvalidSelectionStrategy" for e in first.events)
     assert [_strip(r.to_json()) for r in bad] == [_strip(r.to_json()) for r in unset]
