@@ -24,10 +24,11 @@ Phases, each printed as it ends:
    bucket of ``hpactl_sync_schedule_lag_seconds`` holding it); the sum of
    reconciliations per period against the HPA count; the longest gap between two
    syncs of one HPA;
-3. rescale burst (``--change`` of the workloads' metrics double) for ``--change-periods``;
+3. rescale burst (``--change`` of the workloads' metrics double) for ``--change-periods``,
+   then ``--settle-periods`` more (the backlog of writes draining);
 4. SIGKILL of one replica: time until every shard is held by a live replica, and
    until every HPA of the dead replica's shards was synced again (and the longest
-   time one of them went unsynced);
+   time one of them went unsynced: its last sync before the kill to its first after);
 5. a new replica joins: time until it holds its share (and until its process had
    synced its caches), and until every HPA of the shards that moved was synced;
 6. SIGTERM to all (graceful hand-off), then the audit: ``check_shard_writes`` over every
@@ -176,6 +177,18 @@ class Synced:
                 if not ts or ts[-1] <= t0:
                     return None
                 worst = max(worst, next(t for t in ts if t > t0))
+        return worst
+
+    def gap_across(self, keys: list[str], t: float) -> float:
+        """The longest time one of ``keys`` went unsynced across ``t``: from its last
+        sync before t to its first after (inf if it has none after)."""
+        worst = 0.0
+        with self.lock:
+            for k in keys:
+                ts = self.times.get(k, [])
+                before = max((x for x in ts if x <= t), default=t)
+                after = min((x for x in ts if x > t), default=float("inf"))
+                worst = max(worst, after - before)
         return worst
 
     def longest_gap(self, keys: list[str], t0: float, t1: float) -> float:
@@ -419,6 +432,8 @@ class Bench:
             step = args.hpas / n_change
             self.emu.call("metrics", [int(k * step) for k in range(n_change)])
             self.window(f"rescale burst ({n_change} workloads at 2x CPU)", args.change_periods)
+            if args.settle_periods:
+                self.window("after the burst", args.settle_periods)
 
         victim = self.live()[0]
         before = self.holders()
@@ -435,7 +450,7 @@ class Bench:
         )
         t_all = self.synced.first_after(lost_keys, t_kill)
         assert t_all is not None
-        gap = self.synced.longest_gap(lost_keys, t_kill - 2 * self.period, t_all)
+        gap = self.synced.gap_across(lost_keys, t_kill)
         print(
             f"SIGKILL {victim.name} (shards {lost}, {len(lost_keys)} HPAs): every shard held by a "
             f"live replica after {held:.1f} s, every one of its HPAs synced again after "
@@ -529,6 +544,7 @@ def main() -> None:
     p.add_argument("--change", type=float, default=0.10, help="fraction of workloads to scale")
     p.add_argument("--window", type=float, default=4, help="steady window, in sync periods")
     p.add_argument("--change-periods", type=float, default=2)
+    p.add_argument("--settle-periods", type=float, default=4, help="window after the burst")
     p.add_argument("--after-periods", type=float, default=2)
     p.add_argument("--duration", type=float, default=1500, help="bound on the whole run (s)")
     p.add_argument("--logs", metavar="DIR", help="keep the replicas' logs here")
