@@ -174,7 +174,7 @@ class HistoryKeeper:
                 continue
             window, up, down = history_horizons(hpa, config)
             kept = compact_history(history, now, window=window, up_period=up, down_period=down)
-            if kept.recommendations or kept.scale_up_events or kept.scale_down_events:
+            if kept != History():
                 out[key] = HistoryRecord(hpa.uid, kept)
         return out
 

@@ -10,12 +10,17 @@ Format (version 1), gzip of compact JSON::
 
     {"v": 1, "w": writer, "e": epoch, "t": written_at_us,
      "h": {"ns/name": {"u": uid, "r": [[replicas, ts_us], ...],
-                       "su": [[change, ts_us], ...], "sd": [[change, ts_us, 1], ...]}}}
+                       "su": [[change, ts_us], ...], "sd": [[change, ts_us, 1], ...],
+                       "f": [["0/external:queue", since_us, 1], ...]}}}
 
 Timestamps are integer microseconds since the Unix epoch: ``datetime`` has exactly
 microsecond resolution, so the round trip is exact (the tie rules of
 :mod:`hpactl.core.history` compare timestamps exactly). A third element ``1`` on an
-event is its ``outdated`` flag. Empty lists are left out. The uid is stored whole:
+event is its ``outdated`` flag. ``f`` holds the metric fallback's failure streaks
+(:class:`~hpactl.core.history.FailingMetric`: ``<index>/<label>``, the first failure,
+and ``1`` when the fallback is active), so that a new leader neither waits a
+``failureDuration`` again nor announces an activation twice; records written before
+it existed have no ``f`` and decode with no streak. Empty lists are left out. The uid is stored whole:
 it costs about 25 of the 54 compressed bytes per HPA, and 10,000 HPAs still take
 only 543 KB, well below the object limit (tests/core/test_history_codec.py).
 """
@@ -31,7 +36,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hpactl.core.history import History, Recommendation, ScaleEvent, in_window
+from hpactl.core.history import FailingMetric, History, Recommendation, ScaleEvent, in_window
 
 __all__ = [
     "FORMAT_VERSION",
@@ -57,6 +62,10 @@ _MAX_TS_US = (datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC) - _EPOCH) /
 _UID = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._-]{0,127}$")
 #: namespace (DNS label, <= 63) "/" name (DNS subdomain, <= 253).
 _MAX_KEY = 63 + 1 + 253
+#: A fallback's metric key, ``<index>/<label>`` (hpactl.core.metric_fallback.Fallback.key):
+#: the label holds a metric or resource name (any path segment: may contain spaces,
+#: "/" for an extended resource, non-ASCII), so only control characters are refused.
+_FAILING_METRIC = re.compile(r"^(0|[1-9][0-9]{0,5})/[^\x00-\x1f\x7f]{1,1024}\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +111,10 @@ def compact_history(
       ``(current, now)`` only into an empty list, so "seen before" must survive;
     * scale events outside their period, or already marked outdated, never count
       again, unless the other direction's policies read further back (see
-      :func:`_live_events`).
+      :func:`_live_events`);
+    * the metric fallback's failure streaks are all kept: a streak lives only while
+      its metric keeps failing (a success ends it), and its start decides when the
+      fallback begins however long ago it was.
     """
     cutoff = now - timedelta(seconds=window)
     recs = history.recommendations
@@ -205,6 +217,11 @@ def encode_histories(
             item["su"] = _events(hist.scale_up_events)
         if hist.scale_down_events:
             item["sd"] = _events(hist.scale_down_events)
+        if hist.failing_metrics:
+            item["f"] = [
+                [m.metric, _us(m.since), 1] if m.active else [m.metric, _us(m.since)]
+                for m in hist.failing_metrics
+            ]
         h[key] = item
     doc = {"v": FORMAT_VERSION, "w": writer, "e": epoch, "t": _us(written_at), "h": h}
     raw = json.dumps(doc, separators=(",", ":"), ensure_ascii=True).encode("ascii")
@@ -264,7 +281,26 @@ def _record(item: Any, max_entries: int) -> HistoryRecord:
             change, ts, outdated = _pair(e, field, 0, True)
             out.append(ScaleEvent(change, ts, outdated))
         events[field] = tuple(out)
-    return HistoryRecord(uid, History(tuple(recs), events["su"], events["sd"]))
+    failing = _failing(_list(item, "f", max_entries))
+    return HistoryRecord(uid, History(tuple(recs), events["su"], events["sd"], failing))
+
+
+def _failing(entries: list[Any]) -> tuple[FailingMetric, ...]:
+    out: list[FailingMetric] = []
+    seen: set[str] = set()
+    for e in entries:
+        if not isinstance(e, list) or len(e) not in (2, 3):
+            raise _Bad(f"f: entry {_short(e)} is not [metric, since]")
+        metric = e[0]
+        if not isinstance(metric, str) or not _FAILING_METRIC.match(metric):
+            raise _Bad(f"f: metric {_short(metric)} is not <index>/<label>")
+        if metric in seen:
+            raise _Bad(f"f: metric {_short(metric)} given twice")
+        seen.add(metric)
+        since = _dt(_int(e[1], 0, _MAX_TS_US, "f since"))
+        active = len(e) == 3 and _int(e[2], 0, 1, "f active flag") == 1
+        out.append(FailingMetric(metric, since, active))
+    return tuple(out)
 
 
 def _valid_key(key: str) -> bool:

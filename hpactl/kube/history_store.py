@@ -296,7 +296,12 @@ class HistoryStore:
         problems: list[str] = []
         for key, rec in records.items():
             h = rec.history
-            longest = max(len(h.recommendations), len(h.scale_up_events), len(h.scale_down_events))
+            longest = max(
+                len(h.recommendations),
+                len(h.scale_up_events),
+                len(h.scale_down_events),
+                len(h.failing_metrics),
+            )
             if longest > MAX_ENTRIES:
                 # decode_histories would drop it: the next owner starts it empty anyway.
                 del todo[key]

@@ -8,7 +8,7 @@ import json
 import random
 import uuid
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +20,7 @@ from hpactl.core.behavior import (
     normalize_desired_replicas_with_behaviors,
 )
 from hpactl.core.history import (
+    FailingMetric,
     History,
     Recommendation,
     ScaleEvent,
@@ -103,6 +104,13 @@ def test_all_outside_the_window_keeps_the_newest_as_seen_before() -> None:
     seeded_compact = record_initial_recommendation(out, 1, at(1000))
     assert seeded_full == h and seeded_compact == out
     assert record_initial_recommendation(History(), 1, at(1000)).recommendations == recs((1, 1000))
+
+
+def test_failure_streaks_are_kept_however_old() -> None:
+    streaks = (FailingMetric("0/cpu", at(-86_400), True), FailingMetric("1/pods:rps", at(-5)))
+    h = History(recs((3, -900)), failing_metrics=streaks)
+    assert compact(h, 0).failing_metrics == streaks
+    assert compact(History(failing_metrics=streaks), 0) == History(failing_metrics=streaks)
 
 
 def test_empty_stays_empty() -> None:
@@ -391,6 +399,10 @@ def sample_records() -> dict[str, HistoryRecord]:
                 (Recommendation(3, micro), Recommendation(0, micro)),
                 (ScaleEvent(2, micro + timedelta(microseconds=1)),),
                 (ScaleEvent(1, at(-500), True), ScaleEvent(4, at(-10))),
+                (
+                    FailingMetric("1/external:queue", micro - timedelta(minutes=4), True),
+                    FailingMetric("0/cpu", at(-20)),
+                ),
             ),
         ),
         "prod/api": HistoryRecord("uid-2", History()),
@@ -406,6 +418,32 @@ def test_round_trip_is_exact() -> None:
     assert (out.writer, out.epoch, out.written_at) == ("pod-a_1", 7, at(1.5))
     ts = out.records["default/web"].history.recommendations[0].timestamp
     assert ts.microsecond == 123457 and ts.tzinfo is not None
+
+
+def test_failure_streaks_round_trip_and_old_records_have_none() -> None:
+    doc = good_doc()
+    assert doc["h"]["default/web"]["f"] == [
+        ["1/external:queue", doc["h"]["default/web"]["r"][0][1] - 240_000_000, 1],
+        ["0/cpu", (at(-20) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)],
+    ]
+    # A record written before the key existed: the rest decodes, no streak.
+    del doc["h"]["default/web"]["f"]
+    out = decode_histories(gz(doc))
+    assert out.problems == ()
+    web = sample_records()["default/web"]
+    assert out.records["default/web"] == HistoryRecord(
+        web.uid, replace(web.history, failing_metrics=())
+    )
+    # Any metric or resource name a label can hold survives the round trip.
+    odd = (
+        FailingMetric("0/nvidia.com/gpu", at(0), True),
+        FailingMetric("12/pods:requests per second", at(1)),
+        FailingMetric("3/external:débit", at(2)),
+        FailingMetric("4/memory(app)", at(3)),
+    )
+    records = {"a/b": HistoryRecord("u", History(failing_metrics=odd))}
+    blob = encode_histories(records, writer="w", epoch=1, written_at=at(0))
+    assert decode_histories(blob).records == records
 
 
 def test_encoding_is_deterministic_and_gzip() -> None:
@@ -488,6 +526,24 @@ BAD_RECORDS: list[tuple[Any, str]] = [
     ({"u": "u", "sd": [[2, 5, 1, 0]]}, "not [value, timestamp]"),
     ({"u": "u", "r": [[1, 5]] * 257}, "257 entries, more than 256"),
     ({"u": "u", "su": [[1, 5]] * 300}, "300 entries"),
+    ({"u": "u", "f": {}}, "f: not a list"),
+    ({"u": "u", "f": [["0/cpu"]]}, "not [metric, since]"),
+    ({"u": "u", "f": [["0/cpu", 5, 1, 0]]}, "not [metric, since]"),
+    ({"u": "u", "f": ["0/cpu"]}, "not [metric, since]"),
+    ({"u": "u", "f": [[0, 5]]}, "is not <index>/<label>"),
+    ({"u": "u", "f": [["cpu", 5]]}, "is not <index>/<label>"),
+    ({"u": "u", "f": [["0/", 5]]}, "is not <index>/<label>"),
+    ({"u": "u", "f": [["01/cpu", 5]]}, "is not <index>/<label>"),
+    ({"u": "u", "f": [["-1/cpu", 5]]}, "is not <index>/<label>"),
+    ({"u": "u", "f": [["0/cpu\n", 5]]}, "is not <index>/<label>"),
+    ({"u": "u", "f": [["0/" + "x" * 1025, 5]]}, "is not <index>/<label>"),
+    ({"u": "u", "f": [["0/cpu", 5], ["0/cpu", 6]]}, "given twice"),
+    ({"u": "u", "f": [["0/cpu", -5]]}, "f since"),
+    ({"u": "u", "f": [["0/cpu", 10**20]]}, "f since"),
+    ({"u": "u", "f": [["0/cpu", "5"]]}, "f since"),
+    ({"u": "u", "f": [["0/cpu", 5, 2]]}, "f active flag"),
+    ({"u": "u", "f": [["0/cpu", 5, True]]}, "f active flag"),
+    ({"u": "u", "f": [[f"{i}/m", 5] for i in range(257)]}, "257 entries"),
 ]
 
 
