@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hpactl.emulator.registry import ResourceType
+from hpactl.emulator.schema import apply_defaults
 from hpactl.model.conversion import default_hpa_v2, hpa_v1_to_v2, hpa_v2_to_v1
 
 Obj = dict[str, Any]
@@ -222,6 +223,8 @@ _OTHER_DEFAULTS: dict[str, Callable[[Obj], None]] = {
 def default_object(rt: ResourceType, obj: Obj) -> None:
     """The API defaulting the emulator applies on every write, in place."""
     if rt.custom:
+        if isinstance(rt.schema, dict):
+            apply_defaults(obj, rt.schema)
         return
     if rt.group == "autoscaling" and rt.plural == "horizontalpodautoscalers":
         defaulted = default_hpa_v2(obj)

@@ -24,7 +24,7 @@ from hpactl.emulator.rbac import Authorizer
 from hpactl.emulator.registry import Registry, builtin_registry
 from hpactl.emulator.server import ApiServer, ServerConfig, ServerHooks
 from hpactl.emulator.store import Store, StoreState
-from hpactl.emulator.validation import validate_stored
+from hpactl.emulator.validation import validate_custom, validate_stored
 
 Obj = dict[str, Any]
 
@@ -77,6 +77,7 @@ class Emulator:
             defaulter=default_object,
             validator=validate_stored,
         )
+        self.store.custom_validator = validate_custom
         self.admin_token = secrets.token_urlsafe(24)
         self._tokens: dict[str, tuple[str, list[str]]] | None = (
             {self.admin_token: (ADMIN_USER, list(ADMIN_GROUPS))} if auth else None

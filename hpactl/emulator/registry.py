@@ -7,8 +7,11 @@ shape the store keeps the object (autoscaling/v2 for HPAs, v1 for core Events).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 ALL_VERBS: tuple[str, ...] = (
     "create",
@@ -61,6 +64,10 @@ class ResourceType:
     status_on_create: bool = False
     # Columns from the CRD's additionalPrinterColumns (name, type, jsonPath, priority).
     printer_columns: tuple[tuple[str, str, str, int], ...] = ()
+    # The CRD version's openAPIV3Schema (custom resources; hpactl.emulator.schema) and a
+    # digest of it that keys caches of objects defaulted on read.
+    schema: Any = field(default=None, compare=False)
+    schema_key: str = ""
 
     @property
     def group_version(self) -> str:
@@ -526,6 +533,14 @@ def crd_resource_types(crd: dict[str, object]) -> list[ResourceType]:
             for c in v.get("additionalPrinterColumns") or []
             if isinstance(c, dict)
         )
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        if not isinstance(schema, dict):
+            schema = None
+        digest = (
+            hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()[:16]
+            if schema is not None
+            else ""
+        )
         out.append(
             ResourceType(
                 group=group,
@@ -543,6 +558,8 @@ def crd_resource_types(crd: dict[str, object]) -> list[ResourceType]:
                 storage_version=storage,
                 custom=True,
                 printer_columns=columns,
+                schema=schema,
+                schema_key=digest,
             )
         )
     return out

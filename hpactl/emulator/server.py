@@ -18,7 +18,7 @@ import yaml
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from hpactl.emulator import errors, patch, rbac, reviews, tables
+from hpactl.emulator import errors, patch, rbac, reviews, schema, tables
 from hpactl.emulator.convert import from_storage, to_storage
 from hpactl.emulator.filters import (
     FieldSelector,
@@ -540,6 +540,16 @@ class ApiServer:
     # ---- serialization ------------------------------------------------------------------
 
     def served_raw(self, rt: ResourceType, entry: Entry) -> str:
+        if rt.custom and schema.defaults_on_read(rt.schema_key, rt.schema):
+            # Custom resources are defaulted on read from storage too: a default added to
+            # the CRD later shows on objects stored before (cached per schema).
+            key = f"{rt.group_version}#{rt.schema_key}"
+            cached = entry.alt.get(key)
+            if cached is None:
+                obj = copy.deepcopy(from_storage(rt, entry.obj))
+                schema.apply_defaults(obj, rt.schema)
+                cached = entry.alt[key] = dumps(obj)
+            return cached
         if rt.version == rt.stored_version and rt.group != "events.k8s.io":
             return entry.raw
         cached = entry.alt.get(rt.group_version)
@@ -548,7 +558,11 @@ class ApiServer:
         return cached
 
     def served_obj(self, rt: ResourceType, entry: Entry) -> Obj:
-        if rt.version == rt.stored_version and rt.group != "events.k8s.io":
+        if (
+            rt.version == rt.stored_version
+            and rt.group != "events.k8s.io"
+            and not (rt.custom and schema.defaults_on_read(rt.schema_key, rt.schema))
+        ):
             return entry.obj
         out: Obj = json.loads(self.served_raw(rt, entry))
         return out

@@ -147,6 +147,9 @@ class Store:
         self._validator_fn = validator
         # Called after each committed write (CRD registration hooks in).
         self.on_write: list[Callable[[WatchEvent], None]] = []
+        # Validation of custom resources (schema and CEL rules; the old object for
+        # transition rules on updates), used instead of `validator` for them.
+        self.custom_validator: Callable[[ResourceType, Obj, Obj | None], None] | None = None
 
     # ---- validation -----------------------------------------------------------------
 
@@ -157,6 +160,12 @@ class Store:
     def set_validator(self, fn: Callable[[ResourceType, Obj], None] | None) -> None:
         """Replace the validation run on API writes and on `apply`."""
         self._validator_fn = fn
+
+    def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        if rt.custom and self.custom_validator is not None:
+            self.custom_validator(rt, obj, old)
+        elif self._validator_fn is not None:
+            self._validator_fn(rt, obj)
 
     # ---- basics -------------------------------------------------------------------
 
@@ -317,12 +326,15 @@ class Store:
         else:
             meta.pop("generation", None)
         if rt.status and not keep_status and not rt.status_on_create:
-            # Create resets status: the Go struct's zero value as JSON.
-            obj["status"] = _zero_status(rt)
+            if rt.custom:
+                obj.pop("status", None)  # "create cannot set status" (customResourceStrategy)
+            else:
+                # Create resets status: the Go struct's zero value as JSON.
+                obj["status"] = _zero_status(rt)
         if self._defaulter is not None:
             self._defaulter(rt, obj)
-        if validate and self._validator_fn is not None:
-            self._validator_fn(rt, obj)
+        if validate:
+            self._validate(rt, obj, None)
         if dry_run:
             obj["metadata"]["resourceVersion"] = str(self._rv)
             return Entry(obj, dumps(obj), self._rv)
@@ -356,7 +368,19 @@ class Store:
         if subresource == "status":
             new = copy.deepcopy(old_obj)
             status = obj.get("status")
-            new["status"] = status if status is not None else _zero_status(rt)
+            if rt.custom:
+                # The status strategy keeps the old object but for status (absent: removed),
+                # then validates the whole object against the schema.
+                if status is None:
+                    new.pop("status", None)
+                else:
+                    new["status"] = status
+                if self._defaulter is not None:
+                    self._defaulter(rt, new)
+                if validate:
+                    self._validate(rt, new, old_obj)
+            else:
+                new["status"] = status if status is not None else _zero_status(rt)
         else:
             new = obj
             new_meta = new["metadata"]
@@ -378,8 +402,8 @@ class Store:
             if self._defaulter is not None:
                 self._defaulter(rt, new)
                 new_meta = new["metadata"]  # the defaulter may have replaced it
-            if validate and self._validator_fn is not None:
-                self._validator_fn(rt, new)
+            if validate:
+                self._validate(rt, new, old_obj)
             if rt.generation and _spec_changed(old_obj, new):
                 new_meta["generation"] = int(old_meta.get("generation", 0)) + 1
         new["metadata"]["resourceVersion"] = old_obj["metadata"].get("resourceVersion")

@@ -15,7 +15,7 @@ import copy
 import re
 from typing import Any
 
-from hpactl.emulator import errors
+from hpactl.emulator import errors, schema
 from hpactl.emulator.registry import ResourceType
 from hpactl.model.quantity import parse_quantity
 from hpactl.model.selectors import selector_from_label_selector
@@ -511,6 +511,23 @@ def validate_stored(rt: ResourceType, obj: Obj) -> None:
         causes += _workload_causes(rt, obj)
     elif rt.plural == "configmaps" and not rt.group:
         causes += _configmap_causes(obj)
+    elif rt.plural == "customresourcedefinitions" and rt.group == "apiextensions.k8s.io":
+        causes += schema.crd_rule_causes(obj)
+    if causes:
+        raise errors.invalid(rt.kind, rt.group, str(meta.get("name") or ""), causes)
+
+
+def validate_custom(rt: ResourceType, obj: Obj, old: Obj | None = None) -> None:
+    """A custom resource (storage version, defaulted) against its CRD's structural
+    schema and CEL rules, `old` the stored object on updates (transition rules):
+    pruned in place, then 422 Invalid with every error as the API server lists them."""
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise errors.bad_request("metadata must be an object")
+    causes = _name_causes(rt, meta)
+    if isinstance(rt.schema, dict):
+        schema.prune(obj, rt.schema)
+        causes += schema.validate(obj, rt.schema, old)
     if causes:
         raise errors.invalid(rt.kind, rt.group, str(meta.get("name") or ""), causes)
 
@@ -667,10 +684,13 @@ def _prune(obj: Any, schema: Any, path: str, found: list[str]) -> None:
 
 def drop_unknown_fields(rt: ResourceType, obj: Obj) -> list[str]:
     """Remove fields the Go type does not have (as decoding does); return their paths.
-    Only kinds with a schema here (HorizontalPodAutoscalers) are checked."""
-    schema = _schema_for(rt)
-    if schema is None:
+    Only kinds with a schema here (HorizontalPodAutoscalers) and custom resources
+    (their CRD's structural schema) are checked."""
+    if rt.custom:
+        return schema.prune(obj, rt.schema) if isinstance(rt.schema, dict) else []
+    known = _schema_for(rt)
+    if known is None:
         return []
     found: list[str] = []
-    _prune(obj, schema, "", found)
+    _prune(obj, known, "", found)
     return found
