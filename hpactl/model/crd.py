@@ -67,6 +67,7 @@ __all__ = [
     "convert_cr_to_v2",
     "convert_v2_to_cr",
     "cr_to_v2",
+    "crd_manifest",
     "is_cr",
     "v2_to_cr",
 ]
@@ -410,3 +411,11 @@ def convert_v2_to_cr(obj: Mapping[str, Any]) -> Converted:
 def v2_to_cr(obj: Mapping[str, Any]) -> Obj:
     """An ``autoscaling/v2`` HPA as hpactl's resource (the inverse of :func:`cr_to_v2`)."""
     return convert_v2_to_cr(obj).obj
+
+
+def crd_manifest() -> Obj:
+    """The CustomResourceDefinition (built from upstream's OpenAPI by
+    :mod:`hpactl.model.crd_schema`; manifests/crd/ holds the same object as YAML)."""
+    from hpactl.model.crd_schema import build_crd  # imports this module's constants
+
+    return build_crd()
