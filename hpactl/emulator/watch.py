@@ -178,7 +178,10 @@ async def serve_watch(
                 transport = request.transport
                 if transport is None or transport.is_closing():
                     break
-                if bookmarks and loop.time() >= next_bookmark:
+                # Events offered after the timeout fired but before this task resumed
+                # are still queued: a bookmark at store.rv now would run ahead of them
+                # (the client would see the resourceVersion go back). Send them first.
+                if bookmarks and loop.time() >= next_bookmark and watcher.queue.empty():
                     if server.store.rv >= floor:
                         await resp.write(_bookmark_line(server, rt, server.store.rv).encode())
                     next_bookmark = loop.time() + server.config.bookmark_interval
