@@ -52,6 +52,7 @@ from typing import Self
 
 import structlog
 from opentelemetry import trace
+from yarl import URL
 
 from hpactl.cache.factory import HPAS, PODS, SharedInformers
 from hpactl.cache.projections import WORKLOAD_KINDS
@@ -126,6 +127,7 @@ class ControllerApp:
         self.call_timeout = call_timeout
         self._master = master
         self.session: KubeSession | None = None
+        self._api_host = "none"
         self._informers: SharedInformers | None = None
         self._controller: HorizontalController | None = None
         self.fetcher: SharedMetricsFetcher | None = None
@@ -156,6 +158,10 @@ class ControllerApp:
     def _on_request(self, verb: str, _resource: str, code: str, seconds: float) -> None:
         self.metrics.api_requests.labels(verb=verb, code=code).inc()
         self.metrics.api_request_duration.labels(verb=verb).observe(seconds)
+        self.metrics.observe_rest_request(verb, self._api_host, code, seconds)
+
+    def _on_throttle(self, verb: str, seconds: float) -> None:
+        self.metrics.observe_rate_limiter(verb, self._api_host, seconds)
 
     async def __aenter__(self) -> Self:
         try:
@@ -182,6 +188,9 @@ class ControllerApp:
         )
         await session.open()
         self.session = session
+        # client-go's ``host`` label: the API server's host:port.
+        self._api_host = URL(session.host).raw_authority.rpartition("@")[2] or "none"
+        session.on_throttle = self._on_throttle
         period = cfg.hpa.sync_period.total_seconds()
         informers = SharedInformers(session)  # real clock: informer timing is network time
         self._informers = informers

@@ -364,6 +364,7 @@ class HorizontalController:
         if histories:
             self.history.update(histories)
         on_lag = self.metrics.schedule_lag.observe if self.metrics is not None else None
+        queue = self.metrics.workqueue if self.metrics is not None else None
         sup = SyncSupervisor(
             self.clock,
             self.sync_period,
@@ -372,7 +373,10 @@ class HorizontalController:
             forget=self.forget,
             on_lag=on_lag,
             period_of=self.sync_period_of if self.config.configurable_sync_period else None,
+            observer=queue,
         )
+        if queue is not None:
+            queue.gauges.source = sup.queue_state
         self.supervisor = sup
         keys = self.hpas.keys()
         sup.start(k for k in keys if self.owns(k))

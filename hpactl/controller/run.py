@@ -61,7 +61,7 @@ from hpactl.controller.persistence import HeldShard, HistoryKeeper
 from hpactl.controller.serving import debug_endpoints, readiness, secure_serving
 from hpactl.kube.leader import LeaderElector, default_identity
 from hpactl.kube.session import check_server_certificate, default_user_agent
-from hpactl.kube.shards import ShardManager
+from hpactl.kube.shards import ShardManager, shard_lease_name
 from hpactl.model import featuregates as fg
 from hpactl.obs.logging import configure_logging
 from hpactl.obs.metrics import ControllerMetrics
@@ -224,6 +224,8 @@ async def _serve(
 
     def started() -> Awaitable[None] | None:
         metrics.leader.set(1)
+        if elector is not None:
+            metrics.leader_lease(le.resource_name, True)
         if lost_once:
             state["leader"] = "resyncing"
             return lead_after_resync()
@@ -244,6 +246,7 @@ async def _serve(
         nonlocal lost_once
         lost_once = True
         metrics.leader.set(0)
+        metrics.leader_lease(le.resource_name, False)
         # Writes are already refused (the session's fence); stop syncing at once.
         state["leader"] = "lost"
         # What was cached while leading (or while paused) is not trusted again:
@@ -294,6 +297,7 @@ async def _serve(
         controller.start_shard(shard, fence, histories)
         held[shard] = HeldShard(shard, at, fence)
         metrics.shard_held.labels(shard=str(shard)).set(1)
+        metrics.leader_lease(shard_lease_name(le.resource_name, shard), True)
         shards_changed()
         log.info(
             "hpactl.shard_acquired",
@@ -343,6 +347,7 @@ async def _serve(
         controller.forget_shard(shard)
         with contextlib.suppress(KeyError):
             metrics.shard_held.remove(str(shard))
+        metrics.leader_lease(shard_lease_name(le.resource_name, shard), False)
         shards_changed()
 
     manager_task: asyncio.Task[None] | None = None
@@ -387,6 +392,8 @@ async def _serve(
             "coordination.k8s.io", lease_qps, config.shards + 2 + config.client.burst
         )
         shards_changed()
+        for shard in range(config.shards):  # one elector per shard Lease: backup until won
+            metrics.leader_lease(shard_lease_name(le.resource_name, shard), False)
         manager_task = asyncio.create_task(manager.run(), name="shard-manager")
         if keeper is not None:
             keeper_task = asyncio.create_task(keeper.run(lambda: held), name="history-keeper")
@@ -420,6 +427,7 @@ async def _serve(
         )
         # Every write checks, just before it is sent, that the lease is provably ours.
         app.session.write_fence = elector.holds_lease
+        metrics.leader_lease(le.resource_name, False)  # backup until it wins
         elector_task = asyncio.create_task(elect(elector), name="leader-election")
         log.info(
             "hpactl.electing",
@@ -477,5 +485,7 @@ async def _serve(
             t.cancel()
         await asyncio.gather(*pending_stops, return_exceptions=True)
     metrics.leader.set(0)
+    if elector is not None:
+        metrics.leader_lease(le.resource_name, False)
     stopper.cancel()
     return code

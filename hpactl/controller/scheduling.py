@@ -30,6 +30,14 @@ made each tick allocate several futures and kept the collector busy).
   while a worker is free; N hung syncs would block every key. The controller bounds
   each API and metrics call with a timeout (``call_timeout``), so a sync cannot hang
   for long.
+
+``observer`` (a :class:`QueueObserver`) sees the schedule as client-go's workqueue
+metrics see upstream's HPA queue: a key handed to the ready queue is an add, the time
+from its due time to a worker taking it is its queue duration, its sync is the work,
+and putting it back for its next tick after a sync is a retry (upstream's
+``AddRateLimited`` after every sync, counted as a retry by its delaying queue).
+``queue_state()`` answers depth (keys due and waiting for a worker), the seconds of
+syncs in flight, and the longest of them, read when scraped.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import itertools
 import math
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
 
 import structlog
 
@@ -52,6 +61,19 @@ PeriodOf = Callable[[str], float]
 
 log = structlog.get_logger("hpactl.scheduling")
 
+
+class QueueObserver(Protocol):
+    """Workqueue-style events of the schedule (see the module docstring)."""
+
+    def added(self) -> None: ...
+
+    def started(self, queued_seconds: float) -> None: ...
+
+    def done(self, seconds: float) -> None: ...
+
+    def requeued(self) -> None: ...
+
+
 _IDLE, _WAITING, _QUEUED, _SYNCING = range(4)
 
 
@@ -61,7 +83,18 @@ def spread_offset(key: str, period: float) -> float:
 
 
 class _KeySchedule:
-    __slots__ = ("gen", "key", "period", "started", "state", "tick", "woken", "worker")
+    __slots__ = (
+        "due",
+        "gen",
+        "key",
+        "period",
+        "started",
+        "state",
+        "syncing_since",
+        "tick",
+        "woken",
+        "worker",
+    )
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -70,6 +103,8 @@ class _KeySchedule:
         self.tick = 0.0  # the fixed-rate tick the next sync serves
         self.period = 0.0  # the period the waiting tick was computed with
         self.started = 0.0  # when the sync being served was handed to the workers
+        self.due = 0.0  # the due time it was handed over for
+        self.syncing_since = 0.0  # when a worker started its sync
         self.woken = False  # sync again as soon as the current one ends
         self.worker: asyncio.Task[None] | None = None
 
@@ -87,6 +122,7 @@ class SyncSupervisor:
         forget: Callable[[str], None] = lambda _key: None,
         on_lag: LagObserver | None = None,
         period_of: PeriodOf | None = None,
+        observer: QueueObserver | None = None,
     ) -> None:
         if period <= 0:
             raise ValueError("sync period must be positive")
@@ -99,6 +135,7 @@ class SyncSupervisor:
         self._forget = forget
         self._on_lag = on_lag
         self._period_of = period_of
+        self._observer = observer
         self._keys: dict[str, _KeySchedule] = {}
         self._running = False
         self._heap: list[_Entry] = []
@@ -257,6 +294,20 @@ class SyncSupervisor:
                     self._spawn_worker()
             sched.state = _IDLE
 
+    def queue_state(self) -> tuple[int, float, float]:
+        """(keys due and waiting for a worker, seconds of syncs in flight, longest of them)."""
+        now = self._clock.monotonic()
+        depth = 0
+        unfinished = longest = 0.0
+        for sched in self._keys.values():
+            if sched.state == _QUEUED:
+                depth += 1
+            elif sched.state == _SYNCING:
+                running = max(0.0, now - sched.syncing_since)
+                unfinished += running
+                longest = max(longest, running)
+        return depth, unfinished, longest
+
     def period(self, key: str) -> float:
         """The period ``key`` is scheduled with now."""
         sched = self._keys.get(key)
@@ -292,15 +343,19 @@ class SyncSupervisor:
 
     async def _dispatch(self) -> None:
         heap = self._heap
+        observer = self._observer
         while True:
             now = self._clock.monotonic()
             while heap and heap[0][0] <= now:
-                _, _, gen, sched = heapq.heappop(heap)
+                due, _, gen, sched = heapq.heappop(heap)
                 if gen != sched.gen or self._keys.get(sched.key) is not sched:
                     continue  # rescheduled or removed since
                 sched.state = _QUEUED
                 sched.started = now
+                sched.due = due
                 self._ready.put_nowait(sched)
+                if observer is not None:
+                    observer.added()
             if heap:
                 self._next_due = heap[0][0]
                 await self._clock.sleep(self._next_due - now)
@@ -325,8 +380,12 @@ class SyncSupervisor:
                 continue  # stopped, or removed while queued
             sched.state = _SYNCING
             sched.worker = me
+            began = sched.syncing_since = self._clock.monotonic()
             if self._on_lag is not None:
-                self._on_lag(max(0.0, self._clock.monotonic() - sched.tick))
+                self._on_lag(max(0.0, began - sched.tick))
+            observer = self._observer
+            if observer is not None:
+                observer.started(max(0.0, began - sched.due))
             self.in_flight += 1
             self._idle.clear()
             try:
@@ -337,6 +396,8 @@ class SyncSupervisor:
                 self.in_flight -= 1
                 if self.in_flight == 0:
                     self._idle.set()
+                if observer is not None:
+                    observer.done(max(0.0, self._clock.monotonic() - began))
                 sched.worker = None
                 if sched.state == _SYNCING:
                     sched.state = _IDLE
@@ -350,6 +411,8 @@ class SyncSupervisor:
                 tick += math.ceil((now - tick) / period) * period
             sched.period = period
             sched.tick = tick
+            if observer is not None:
+                observer.requeued()
             if sched.woken:
                 sched.woken = False
                 self._push(sched, now)

@@ -50,6 +50,11 @@ timeout=None, verb=None) -> Response``
     ``resource`` the path's resource (``pods``, ``deployments.apps/scale``), ``code``
     the HTTP status as a string. Observability sets it; it must not raise.
 
+``s.on_throttle``
+    ``Callable[[verb, seconds], None] | None``; called with the time each request
+    waited for its client-side rate limiter (client-go's
+    ``rest_client_rate_limiter_duration_seconds``). It must not raise.
+
 ``TokenBucket(qps, burst, *, monotonic=time.monotonic, sleep=asyncio.sleep)``
     client-go's ``flowcontrol.NewTokenBucketRateLimiter``: ``await wait()`` blocks
     until a token is free; qps <= 0 disables limiting.
@@ -113,6 +118,7 @@ __all__ = [
     "RequestHook",
     "Response",
     "StreamResponse",
+    "ThrottleHook",
     "TokenBucket",
     "default_user_agent",
     "fenced_by",
@@ -123,6 +129,9 @@ JSON_CONTENT_TYPE = "application/json"
 
 RequestHook = Callable[[str, str, str, float], None]
 """on_request(verb, resource, code, seconds)."""
+
+ThrottleHook = Callable[[str, float], None]
+"""on_throttle(verb, seconds waited for the rate limiter)."""
 
 QueryParams = Mapping[str, str | int | bool] | Sequence[tuple[str, str]]
 
@@ -392,6 +401,7 @@ class KubeSession:
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
         self.on_request = on_request
+        self.on_throttle: ThrottleHook | None = None
         self.user_agent = user_agent or default_user_agent()
         self.limiter = limiter if limiter is not None else TokenBucket(qps, burst)
         self._side_limiters: dict[str, TokenBucket] = {}
@@ -506,6 +516,16 @@ class KubeSession:
         with contextlib.suppress(Exception):  # observability must never break a request
             hook(verb, info.metric_resource, code, time.monotonic() - started)
 
+    async def _throttle(self, info: RequestInfo, verb: str) -> None:
+        hook = self.on_throttle
+        if hook is None:
+            await self.limiter_for(info, verb).wait()
+            return
+        started = time.monotonic()
+        await self.limiter_for(info, verb).wait()
+        with contextlib.suppress(Exception):  # observability must never break a request
+            hook(verb, time.monotonic() - started)
+
     async def send(
         self,
         method: str,
@@ -528,7 +548,7 @@ class KubeSession:
         url = api.configuration.host + path
         retries = 0
         while True:
-            await self.limiter_for(info, kverb).wait()
+            await self._throttle(info, kverb)
             fence = self.write_fence
             if fenced and fence is not None and not fence():
                 raise NotLeader(
@@ -618,7 +638,7 @@ class KubeSession:
             sock_read=read_timeout,
         )
         url = api.configuration.host + path
-        await self.limiter_for(info, verb).wait()
+        await self._throttle(info, verb)
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.connect_timeout + read_timeout):

@@ -2,17 +2,28 @@
 
 The ``horizontal_pod_autoscaler_controller_*`` families carry the names, labels
 and buckets of upstream's ``pkg/controller/podautoscaler/monitor/metrics.go``,
-so dashboards built for kube-controller-manager keep working.  The ``hpactl_*``
-families are our own additions.  Each ``ControllerMetrics`` owns its registry,
-so several controllers can live in one process (tests).
+so dashboards built for kube-controller-manager keep working. So do the families
+kube-controller-manager's dashboards and alerts read besides those, under
+component-base's names, labels and buckets: ``rest_client_*`` (client-go's rest
+client), ``workqueue_*`` (the HPA queue, ``name="horizontalpodautoscaler"``),
+``leader_election_master_status`` and ``process_*``; ``python_*`` stand where a Go
+binary has ``go_*``. No ``*_created`` series are served (component-base has none).
+The ``hpactl_*`` families are our own additions. Each ``ControllerMetrics`` owns
+its registry, so several controllers can live in one process (tests).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 
+import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
 
 SUBSYSTEM = "horizontal_pod_autoscaler_controller"
 # metrics.ExponentialBuckets(0.001, 2, 15)
@@ -27,11 +38,127 @@ ERROR_SPEC = "spec"
 ERROR_INTERNAL = "internal"
 ERROR_NONE = "none"
 
+# component-base/metrics/prometheus/restclient: request and rate limiter latency.
+REST_CLIENT_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+# component-base/metrics/prometheus/workqueue: ExponentialBuckets(10e-7, 10, 10).
+WORKQUEUE_BUCKETS = tuple(1e-6 * 10**i for i in range(10))
+# pkg/controller/podautoscaler: NewNamedRateLimitingQueue(..., "horizontalpodautoscaler").
+HPA_QUEUE = "horizontalpodautoscaler"
+
+# client-go labels requests by HTTP method; the session reports Kubernetes verbs.
+_HTTP_METHODS = {
+    "get": "GET",
+    "list": "GET",
+    "watch": "GET",
+    "create": "POST",
+    "update": "PUT",
+    "patch": "PATCH",
+    "delete": "DELETE",
+    "deletecollection": "DELETE",
+}
+
+
+def http_method(verb: str) -> str:
+    """The HTTP method of a request the session reported with Kubernetes ``verb``."""
+    return _HTTP_METHODS.get(verb, verb.upper())
+
+
+QueueState = Callable[[], tuple[int, float, float]]
+"""() -> (depth, unfinished work seconds, longest running processor seconds)."""
+
+
+class _WorkqueueGauges:
+    """The HPA queue's gauges, read from the scheduler when scraped.
+
+    Upstream refreshes unfinished work and the longest running processor every
+    500 ms; here they are computed at scrape time, which is when they are read.
+    """
+
+    def __init__(self) -> None:
+        self.source: QueueState | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        depth, unfinished, longest = self.source() if self.source is not None else (0, 0.0, 0.0)
+        for name, doc, value in (
+            ("workqueue_depth", "Current depth of workqueue", float(depth)),
+            (
+                "workqueue_unfinished_work_seconds",
+                "How many seconds of work has done that is in progress and hasn't been "
+                "observed by work_duration. Large values indicate stuck threads. One can "
+                "deduce the number of stuck threads by observing the rate at which this "
+                "increases.",
+                unfinished,
+            ),
+            (
+                "workqueue_longest_running_processor_seconds",
+                "How many seconds has the longest running processor for workqueue been running.",
+                longest,
+            ),
+        ):
+            fam = GaugeMetricFamily(name, doc, labels=["name"])
+            fam.add_metric([HPA_QUEUE], value)
+            yield fam
+
+
+class WorkqueueMetrics:
+    """client-go's workqueue metrics for the HPA schedule (``SyncSupervisor``'s observer)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.gauges = _WorkqueueGauges()
+        r.register(self.gauges)
+        self._adds = Counter(
+            "workqueue_adds_total",
+            "Total number of adds handled by workqueue",
+            ["name"],
+            registry=r,
+        ).labels(HPA_QUEUE)
+        self._queue_duration = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested.",
+            ["name"],
+            buckets=WORKQUEUE_BUCKETS,
+            registry=r,
+        ).labels(HPA_QUEUE)
+        self._work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes.",
+            ["name"],
+            buckets=WORKQUEUE_BUCKETS,
+            registry=r,
+        ).labels(HPA_QUEUE)
+        self._retries = Counter(
+            "workqueue_retries_total",
+            "Total number of retries handled by workqueue",
+            ["name"],
+            registry=r,
+        ).labels(HPA_QUEUE)
+
+    def added(self) -> None:
+        self._adds.inc()
+
+    def started(self, queued_seconds: float) -> None:
+        self._queue_duration.observe(queued_seconds)
+
+    def done(self, seconds: float) -> None:
+        self._work_duration.observe(seconds)
+
+    def requeued(self) -> None:
+        self._retries.inc()
+
 
 class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        # Process-wide: counters and histograms get no ``*_created`` series (as
+        # component-base's); the same as PROMETHEUS_DISABLE_CREATED_SERIES=true.
+        prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        # process_* as a Go binary's (CPU, RSS, fds, start time); python_info and
+        # python_gc_* are this runtime's counterpart of go_*.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
         self.reconciliations = Counter(
             "reconciliations_total",
             "Number of reconciliations of HPA controller, by action and error.",
@@ -73,6 +200,38 @@ class ControllerMetrics:
             "Current desired replica count for HPA objects.",
             ["namespace", "hpa_name"],
             subsystem=SUBSYSTEM,
+            registry=r,
+        )
+        # client-go's rest client (component-base/metrics/prometheus/restclient).
+        self.rest_requests = Counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=r,
+        )
+        self.rest_request_duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=REST_CLIENT_BUCKETS,
+            registry=r,
+        )
+        self.rest_rate_limiter_duration = Histogram(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=REST_CLIENT_BUCKETS,
+            registry=r,
+        )
+        # client-go's workqueue, for the HPA schedule.
+        self.workqueue = WorkqueueMetrics(r)
+        # client-go's leader election (one series per Lease, as one elector per Lease).
+        self.leader_election_master_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+            "Please make sure to group by name.",
+            ["name"],
             registry=r,
         )
         # hpactl's own.
@@ -157,6 +316,19 @@ class ControllerMetrics:
     def observe_api_request(self, verb: str, code: int, seconds: float) -> None:
         self.api_requests.labels(verb=verb, code=str(code)).inc()
         self.api_request_duration.labels(verb=verb).observe(seconds)
+
+    def observe_rest_request(self, verb: str, host: str, code: str, seconds: float) -> None:
+        """One request of Kubernetes ``verb`` to ``host`` (host:port), as client-go counts it."""
+        method = http_method(verb)
+        self.rest_requests.labels(code, method, host).inc()
+        self.rest_request_duration.labels(method, host).observe(seconds)
+
+    def observe_rate_limiter(self, verb: str, host: str, seconds: float) -> None:
+        self.rest_rate_limiter_duration.labels(http_method(verb), host).observe(seconds)
+
+    def leader_lease(self, name: str, held: bool) -> None:
+        """``leader_election_master_status{name}``: 1 while Lease ``name`` is held, else 0."""
+        self.leader_election_master_status.labels(name).set(1 if held else 0)
 
     def forget_hpa(self, namespace: str, name: str) -> None:
         with contextlib.suppress(KeyError):
