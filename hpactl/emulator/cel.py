@@ -11,6 +11,7 @@ caret line), which the API server reports when a CRD is created.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Mapping
@@ -19,6 +20,9 @@ from typing import Any
 
 from hpactl.model.quantity import parse_quantity
 
+# Nesting (parentheses, operator chains) beyond this does not compile: evaluation
+# recurses once per level.
+MAX_DEPTH = 64
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
@@ -239,6 +243,16 @@ _RELOPS = ("<", "<=", ">", ">=", "==", "!=", "in")
 _MACROS = {"all", "exists", "exists_one", "map", "filter"}
 
 
+def _depth(node: Node) -> int:
+    deepest = 0
+    stack = [(node, 1)]
+    while stack:
+        cur, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((a, d + 1) for a in cur.args if isinstance(a, Node))
+    return deepest
+
+
 class _Parser:
     def __init__(self, src: str) -> None:
         self.src = src
@@ -267,11 +281,14 @@ class _Parser:
         if self.tok.kind != "eof":
             t = self.tok
             raise _syntax(self.src, t.pos, f"extraneous input '{t.text}' expecting <EOF>")
+        if _depth(node) > MAX_DEPTH:
+            # Long operator chains nest as deeply as parentheses once parsed.
+            raise _syntax(self.src, 0, "expression recursion limit exceeded")
         return node
 
     def expr(self) -> Node:
         self.depth += 1
-        if self.depth > 250:
+        if self.depth > MAX_DEPTH:
             raise _syntax(self.src, self.tok.pos, "expression recursion limit exceeded")
         cond = self.or_()
         if self._is("?"):
@@ -1023,6 +1040,13 @@ def compile_rule(
     if errs:
         raise CelCompileError("\n".join(text for _, text in sorted(errs)))
     return Program(source, root, uses_old[0])
+
+
+@functools.lru_cache(maxsize=2048)
+def compile_cached(source: str) -> Program:
+    """compile_rule without schema checks, memoized: for rules run on every write (their
+    fields were checked against the schema when the CRD was written)."""
+    return compile_rule(source)
 
 
 def evaluate(source: str, variables: Mapping[str, Any]) -> Any:

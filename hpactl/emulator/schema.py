@@ -328,9 +328,6 @@ def _validate(v: Any, s: Schema, path: str, out: list[Cause], root: bool = False
                 _validate(item, items, f"{path}[{i}]", out)
     elif isinstance(v, dict):
         props = _props(s)
-        for req in s.get("required") or []:
-            if req not in v:
-                out.append(_required(_join(path, str(req))))
         extra = _additional(s)
         for key, child in v.items():
             if root and key == "metadata":
@@ -416,6 +413,9 @@ def _value_validations(v: Any, s: Schema, path: str, out: list[Cause]) -> None:
         ):
             out.append(_invalid(path, "", f"{name} in body shouldn't contain duplicates"))
     if isinstance(v, dict):
+        for req in s.get("required") or []:
+            if req not in v:
+                out.append(_required(_join(path, str(req))))
         if "maxProperties" in s and len(v) > s["maxProperties"]:
             n = int(s["maxProperties"])
             out.append(
@@ -585,7 +585,7 @@ def _rule_causes(v: Any, old: Any, s: Schema, path: str, root: bool) -> list[Cau
         if not isinstance(rule, dict) or not rule.get("rule"):
             continue
         try:
-            program = _compile(rule, view)
+            program = cel.compile_cached(str(rule["rule"]))
         except cel.CelCompileError as exc:
             out.append(_invalid(at, typ, f"rule compile error: compilation failed: {exc}"))
             continue
@@ -614,7 +614,7 @@ def _rule_causes(v: Any, old: Any, s: Schema, path: str, root: bool) -> list[Cau
         expr = rule.get("messageExpression")
         if expr:
             try:
-                msg = cel.compile_rule(str(expr), ("self", "oldSelf"), view, _lookup).evaluate(env)
+                msg = cel.compile_cached(str(expr)).evaluate(env)
                 if isinstance(msg, str) and msg.strip() and "\n" not in msg.strip():
                     detail = msg.strip()
             except (cel.CelCompileError, cel.CelEvalError):
