@@ -314,7 +314,7 @@ def _at(schema: Obj, path: str) -> Obj:
 def test_every_rule_is_in_the_small_cel_vocabulary() -> None:
     """The emulator evaluates these; a new construct needs it there first."""
     allowed = re.compile(
-        r"^(?:has|self|size|exists|duration|m|type|target|value|averageValue|averageUtilization"
+        r"^(?:has|self|size|exists|m|type|target|value|averageValue|averageUtilization"
         r"|minReplicas|maxReplicas|metrics|policies|Object|External|Utilization|Value|AverageValue"
         r"|Resource|Pods|ContainerResource|resource|pods|object|external|containerResource"
         r"|in)$"
