@@ -37,7 +37,8 @@ from .test_run_process import Proc, _args, _fast_lease, _now, _replicas, spawn, 
 __all__ = ["spawn"]  # the fixture, shared with test_run_process
 
 PERIOD = 1.0  # --horizontal-pod-autoscaler-sync-period
-WINDOW = 20.0  # the scale-down stabilization window
+WINDOW = 15.0  # the scale-down stabilization window
+KILL_AT = 6.0  # seconds into the window
 LEASE, RETRY = 3.0, 0.25
 GATE_ON = "--feature-gates=HPAHistoryPersistence=true"
 LOCK = "hpactl-hf"
@@ -84,6 +85,16 @@ async def _start(
     return p
 
 
+def _last_recommendation_above(emu: Emulator, value: int) -> float:
+    """Wall time of the newest persisted recommendation above ``value`` for default/web
+    (recommendations are stored before the max clamp: 16 here, not 4)."""
+    cm = emu.store.get("", "configmaps", "kube-system", f"{LOCK}-history")
+    assert cm is not None, "no persisted history"
+    decoded = decode_histories(base64.b64decode(cm["binaryData"]["history.json.gz"]))
+    recs = decoded.records["default/web"].history.recommendations
+    return max(r.timestamp.timestamp() for r in recs if r.recommendation > value)
+
+
 async def _leads(p: Proc) -> None:
     await wait_until(lambda: p.logged("hpactl.leading") is not None, 30, p, "it leads")
 
@@ -119,35 +130,35 @@ def _lead_time(run: Run, proc: Proc) -> float:
 async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_the_gate(
     spawn: Callable[..., Any],
 ) -> None:
-    """(a) uninterrupted, (b) leader killed with the gate on, (c) gate off.
+    """(a) uninterrupted, (b) leader killed with the gate on, (c) gate off, (d) gate
+    on and the leader stopped gracefully (SIGTERM: last flush, then the lease released).
 
-    Load high (the target goes 2 -> 4), then low: the 20 s window holds 4 replicas
-    until the last recommendation of 4 leaves it. The leader is killed 8 s into the
+    Load high (the target goes 2 -> 4), then low: the 15 s window holds 4 replicas
+    until the last recommendation of 4 leaves it. The leader is killed 6 s into the
     window. (b) must scale down when (a) does (within a sync period and scheduling
     slack), not at takeover. (c) is upstream's: the new leader starts empty, its first
     sync seeds ``(current, now)`` (``recordInitialRecommendation``), so the window
     starts over from the takeover and the scale-down comes a whole window after it,
-    later than (a).
+    later than (a). (d) as (a), the hand-off being quicker than a takeover.
     """
     flags = [*_fast_lease(LOCK), f"--horizontal-pod-autoscaler-downscale-stabilization={WINDOW:g}s"]
     async with contextlib.AsyncExitStack() as stack:
         runs: list[Run] = []
-        for name in ("a", "b", "c"):
+        for name in ("a", "b", "c", "d"):
             emu = await stack.enter_async_context(Emulator())
             names = workload(emu, "web", 2, _now())
             for i in (2, 3):  # the pods of the 4 replicas it will scale to
                 names.append(emu.store.create(pod("web", i, _now()))["metadata"]["name"])
             emu.store.create(hpa("web", "web", min_replicas=1, max_replicas=4))
             runs.append(Run(name, emu, names))
-        _, b, c = runs
+        a, b, c, d = runs
         for r in runs:
             r.load("200m")
-        gate = {"a": [GATE_ON], "b": [GATE_ON], "c": []}
-        for r in runs:
-            first = await _start(spawn, r, stack, [*flags, *gate[r.name]])
-            await _leads(first)
-        for r in (b, c):
-            await _ready_standby(await _start(spawn, r, stack, [*flags, *gate[r.name]]))
+        gate = {"a": [GATE_ON], "b": [GATE_ON], "c": [], "d": [GATE_ON]}
+        firsts = [await _start(spawn, r, stack, [*flags, *gate[r.name]]) for r in runs]
+        await asyncio.gather(*(_leads(p) for p in firsts))
+        standbys = [await _start(spawn, r, stack, [*flags, *gate[r.name]]) for r in (b, c, d)]
+        await asyncio.gather(*(_ready_standby(p) for p in standbys))
         await _sample_until(runs, lambda: all(_replicas(r.emu) == 4 for r in runs), 30)
         assert all(_replicas(r.emu) == 4 for r in runs), [r.samples[-1] for r in runs]
         await _sample_until(runs, lambda: False, 2 * PERIOD)  # a few recommendations of 4
@@ -155,11 +166,15 @@ async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_th
         for r in runs:
             r.load("10m")  # recommendation 1 from the next sync on; held by the window
         dropped = time.monotonic()
-        await _sample_until(runs, lambda: False, 8.0)
+        await _sample_until(runs, lambda: False, KILL_AT)
         assert all(r.samples[-1][1] == 4 for r in runs), "scaled down inside the window"
         for r in (b, c):
             r.procs[0].proc.send_signal(signal.SIGKILL)
+        d.procs[0].proc.send_signal(signal.SIGTERM)
         killed = time.monotonic()
+        # The last high recommendation as persisted (at most one period before the kill):
+        # the uninterrupted rule is "down at the first sync once it is WINDOW old".
+        last_high = {r.name: _last_recommendation_above(r.emu, 1) for r in (a, b, d)}
 
         def done() -> bool:
             return all(r.first_at(1) is not None for r in runs)
@@ -167,18 +182,30 @@ async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_th
         await _sample_until(runs, done, 2 * WINDOW + 10)
         downs = {r.name: r.first_at(1) for r in runs}
         assert None not in downs.values(), downs
-        down_a, down_b, down_c = (downs[n] or 0.0 for n in "abc")
+        down_a, down_b, down_c, down_d = (downs[n] or 0.0 for n in "abcd")
         lead_b, lead_c = _lead_time(b, b.procs[1]), _lead_time(c, c.procs[1])
+        lead_d = _lead_time(d, d.procs[1])
         rel = {k: round(v - dropped, 2) for k, v in {**downs, "kill": killed}.items() if v}
         print(
             f"\n[history failover] seconds after the load dropped: {rel}; "
-            f"takeover b {lead_b - dropped:.2f}, c {lead_c - dropped:.2f}"
+            f"takeover b {lead_b - dropped:.2f}, c {lead_c - dropped:.2f}, "
+            f"d {lead_d - dropped:.2f}"
         )
         # Nobody scaled to anything but 4 or 1 on the way.
         for r in runs:
             assert {n for t, n in r.samples if t >= dropped} <= {4, 1}, (r.name, r.samples)
         # (a) held by the window from the drop.
         assert down_a >= dropped + WINDOW - PERIOD
+        # (a), (b), (d): down at the first sync after the last high one is WINDOW old (the
+        # clock offset turns the test's monotonic samples into the entries' wall time).
+        offset = time.time() - time.monotonic()
+        late = {
+            name: round(down + offset - (last_high[name] + WINDOW), 2)
+            for name, down in (("a", down_a), ("b", down_b), ("d", down_d))
+        }
+        print(f"[history failover] scale-down after the last high entry left the window: {late}")
+        for name, t in late.items():
+            assert -0.1 <= t <= PERIOD + 0.7, (name, late, rel)
         # (b) as (a): the next leader read the history the killed one persisted.
         leading_b = next(e for e in b.procs[1].logs if e.get("event") == "hpactl.leading")
         assert leading_b["histories"] == 1
@@ -189,6 +216,12 @@ async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_th
         assert "histories" not in leading_c
         assert down_c >= lead_c + WINDOW - PERIOD, rel
         assert down_c > down_a + PERIOD, rel
+        # (d) as (a), after a graceful hand-off.
+        assert await d.procs[0].stop() == 0
+        leading_d = next(e for e in d.procs[1].logs if e.get("event") == "hpactl.leading")
+        assert leading_d["histories"] == 1
+        assert abs(down_d - down_a) <= PERIOD + 1.0, rel
+        assert down_d >= lead_d + 2 * PERIOD, "(d) scaled down right after the hand-off"
         # (b)'s history is in the cluster and decodes; (c) wrote none.
         cm = b.emu.store.get("", "configmaps", "kube-system", f"{LOCK}-history")
         assert cm is not None
