@@ -10,6 +10,10 @@ Two sources, tried in order:
    cluster's current state (read-only, through ``--kubeconfig`` / ``--context``), which
    says what it cannot know (the stabilization windows' history, past scale events).
 
+``--feature-gates`` takes ``hpactl run``'s gates (same syntax and checks) for the
+one-off decision, so that the opt-in extensions (docs/extensions.md) decide as in
+the controller; a running hpactl's records already reflect its own gates.
+
 ``--output json`` prints the records document (``{"hpa", "source", "records"}``).
 Also a kubectl plugin: the ``kubectl-hpactl`` entry point makes ``kubectl hpactl
 explain ns/name`` work.
@@ -27,7 +31,10 @@ import json
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpactl.core.decide import CoreConfig
 
 PROG = "hpactl explain"
 DEFAULT_SERVER = "http://127.0.0.1:8080"
@@ -55,7 +62,23 @@ def parse_target(text: str) -> tuple[str, str]:
     return ns, name
 
 
-async def _explain(args: argparse.Namespace, ns: str, name: str) -> tuple[dict[str, Any], str]:
+def core_config(gate_values: list[str] | None) -> CoreConfig:
+    """The decision settings ``hpactl run`` would use with these ``--feature-gates``
+    values (joined by commas, as run joins repeated flags; the other HPA flags at
+    their defaults); ValueError with run's one-line message."""
+    from hpactl.core.decide import CoreConfig
+    from hpactl.model.featuregates import FeatureGateError, parse_feature_gates
+
+    try:
+        gates = parse_feature_gates(",".join(gate_values or ()))
+    except FeatureGateError as exc:
+        raise ValueError(f"--feature-gates: {exc}") from None
+    return CoreConfig.from_flags(gates)
+
+
+async def _explain(
+    args: argparse.Namespace, ns: str, name: str, config: CoreConfig
+) -> tuple[dict[str, Any], str]:
     """(document, source) — records from a server, else a one-off decision."""
     from hpactl.controller.explain import explain_once, fetch_records
 
@@ -76,7 +99,12 @@ async def _explain(args: argparse.Namespace, ns: str, name: str) -> tuple[dict[s
         if args.server is not None:  # asked for explicitly: say why it was not used
             print(f"{PROG}: {answer.note}; computing a one-off decision", file=sys.stderr)
     doc = await explain_once(
-        ns, name, kubeconfig=args.kubeconfig, context=args.context, timeout=args.timeout
+        ns,
+        name,
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        config=config,
+        timeout=args.timeout,
     )
     return {"hpa": doc["hpa"], "source": "one-off", "records": [doc]}, "one-off"
 
@@ -90,7 +118,11 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _error(str(exc), 2)
     try:
-        doc, source = asyncio.run(_explain(args, ns, name))
+        config = core_config(args.feature_gates)
+    except ValueError as exc:
+        return _error(str(exc), 2)
+    try:
+        doc, source = asyncio.run(_explain(args, ns, name, config))
     except ExplainError as exc:
         return _error(exc.message, exc.code)
     except KeyboardInterrupt:
@@ -136,6 +168,15 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig for the one-off decision")
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
+    parser.add_argument(
+        "--feature-gates",
+        action="append",
+        metavar="NAME=BOOL,...",
+        help=(
+            "hpactl run's feature gates, for the one-off decision (e.g. "
+            "HPASuspend=true,HPASelectionStrategy=true); may be repeated"
+        ),
+    )
     parser.add_argument(
         "--output", "-o", choices=("text", "json"), default="text", help="text (default) or json"
     )

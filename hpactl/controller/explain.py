@@ -16,7 +16,14 @@
     HPA, so neither stabilization nor the rate limits of ``spec.behavior`` are applied
     (the legacy ``max(2 x current, 4)`` scale-up limit needs no history and is), and
     other HPAs' selectors are not read (no ambiguity check). The HPA's status as its
-    controller last wrote it is included (``writerStatus``). Failures raise
+    controller last wrote it is included (``writerStatus``). ``config`` carries the
+    feature gates (``hpactl explain --feature-gates``, parsed as ``hpactl run`` parses
+    them), so the opt-in extensions (docs/extensions.md) decide as in the controller:
+    suspend, ``OwnerReference`` pod selection (the namespace's ReplicaSets are read),
+    per-metric API groups (asked of the API server at the group's paths; a
+    ``--metrics-providers-config`` file is not read); a metric fallback needs how long
+    its metric has been failing, which only the controller knows (``cannotKnow``
+    says so). Failures raise
     :class:`ExplainError` (one line, an exit code).
 """
 
@@ -31,6 +38,7 @@ from typing import Any
 
 import aiohttp
 
+from hpactl.cache.projections import workload_scale_from_raw
 from hpactl.clock import RealClock
 from hpactl.core.behavior import calculate_scale_up_limit, convert_desired_replicas_with_rules
 from hpactl.core.decide import (
@@ -46,13 +54,18 @@ from hpactl.core.decide import (
     with_selector,
 )
 from hpactl.core.history import History
+from hpactl.core.metric_fallback import ANNOTATION as FALLBACK_ANNOTATION
+from hpactl.core.metric_fallback import fallback_problem
+from hpactl.core.metric_sources import metric_sources, with_sources
 from hpactl.core.metrics_eval import MetricInput
+from hpactl.core.pod_selection import owner_uids, wants_owned_pods
 from hpactl.kube.errors import KubeError, NotFound, TransportError
 from hpactl.kube.requests import get_json, list_json
 from hpactl.kube.restmapper import RestMapper
 from hpactl.kube.scaling import get_scale
 from hpactl.kube.session import KubeSession
 from hpactl.metrics.client import RestMetricsClient
+from hpactl.metrics.providers import MetricsSource, RoutedMetricsSource
 from hpactl.model.hpa import HPA, InvalidHPA, hpa_from_raw
 from hpactl.model.pod import pod_view_from_raw
 from hpactl.model.selectors import Selector, parse_selector
@@ -145,6 +158,15 @@ def _cannot_know(hpa: HPA, config: CoreConfig) -> list[str]:
             "past scale events, so the scaleUp / scaleDown policies of spec.behavior "
             "are not applied"
         )
+    if (
+        config.metric_fallback
+        and FALLBACK_ANNOTATION in hpa.annotations
+        and not fallback_problem(hpa, True)
+    ):
+        out.append(
+            f"how long each metric with a fallback ({FALLBACK_ANNOTATION}) has been "
+            "failing, so no fallback replica count is applied"
+        )
     return out
 
 
@@ -199,17 +221,34 @@ def without_history(expl: Explanation, hpa: HPA) -> Explanation:
 
 
 async def _metrics(
-    client: RestMetricsClient, hpa: HPA, selector_text: str
+    source: MetricsSource, hpa: HPA, selector_text: str, config: CoreConfig
 ) -> tuple[MetricInput, ...]:
     try:
         selector = parse_selector(selector_text)
     except ValueError:
         selector = Selector.nothing()
+    # KEP-6382 (HPAMetricSource): the API group the HPA's annotation names per metric.
+    requests = with_sources(metrics_to_fetch(hpa), metric_sources(hpa, config.metric_source))
     values = await asyncio.gather(
-        *(client.fetch(req, selector) for req in metrics_to_fetch(hpa) if req.kind != "none")
+        *(source.fetch(req, selector) for req in requests if req.kind != "none")
     )
     it = iter(values)
-    return tuple(None if req.kind == "none" else next(it) for req in metrics_to_fetch(hpa))
+    return tuple(None if req.kind == "none" else next(it) for req in requests)
+
+
+async def _pod_owners(
+    session: KubeSession, namespace: str, target_uid: str, timeout: float
+) -> frozenset[str] | None:
+    """KEP-5325 ``OwnerReference``: the controller uids the target's pods may have, as
+    the controller computes them from its ReplicaSet cache (read here live)."""
+    try:
+        listed = await list_json(
+            session, f"/apis/apps/v1/namespaces/{namespace}/replicasets", timeout=timeout
+        )
+    except KubeError as exc:
+        raise ExplainError(f"cannot list the ReplicaSets of {namespace}: {exc}") from None
+    rs = [workload_scale_from_raw("ReplicaSet", item) for item in listed.items]
+    return owner_uids(target_uid, ((r.uid, r.owner_uid) for r in rs))
 
 
 def _writer_status(raw: dict[str, Any]) -> dict[str, Any]:
@@ -279,11 +318,13 @@ async def _explain_once(
     ref = hpa.spec.scale_target_ref
     scale: ScaleView | None = None
     scale_error = ""
+    target_uid = ""
     try:
         res = await get_scale(
             session, mapper, namespace, ref.api_version, ref.kind, ref.name, timeout=timeout
         )
         scale = ScaleView(res.scale.spec_replicas, res.scale.status_replicas, res.scale.selector)
+        target_uid = res.scale.uid
     except KubeError as exc:
         scale_error = str(exc)
     pods = []
@@ -313,7 +354,13 @@ async def _explain_once(
     )
     if needs_metrics(inputs) and scale is not None:
         client = RestMetricsClient(session, mapper=mapper, timeout=timeout)
-        inputs = replace(inputs, metrics=await _metrics(client, hpa, scale.selector))
+        source: MetricsSource = client
+        if config.metric_source:
+            source = RoutedMetricsSource(client, (), {}, session, mapper=mapper, timeout=timeout)
+        inputs = replace(inputs, metrics=await _metrics(source, hpa, scale.selector, config))
+        if wants_owned_pods(hpa, config.selection_strategy):
+            owners = await _pod_owners(session, namespace, target_uid, timeout)
+            inputs = replace(inputs, pod_owners=owners)
     plan = decide(inputs)
     expl = without_history(plan.explanation, hpa)
     return {

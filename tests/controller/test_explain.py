@@ -486,3 +486,120 @@ async def test_kubectl_hpactl_explain(tmp_path: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert first_line(proc.stdout).startswith("default/web (computed now from the cluster)")
+
+
+# ------------------------------------------------------------------- feature gates
+
+
+def owned(obj: dict[str, Any], kind: str, name: str) -> dict[str, Any]:
+    ref = {"apiVersion": "apps/v1", "kind": kind, "name": name, "controller": True}
+    obj["metadata"]["ownerReferences"] = [ref]
+    return obj
+
+
+def annotated_hpa(annotations: dict[str, str]) -> dict[str, Any]:
+    out = hpa(behavior=FAST_DOWN)
+    out["metadata"]["annotations"] = annotations
+    return out
+
+
+@contextlib.asynccontextmanager
+async def cluster(objects: list[dict[str, Any]], cpu: dict[str, str], tmp_path: Path) -> Any:
+    """The objects and per-pod CPU usage, nothing synced: for one-off decisions."""
+    doc = {
+        "name": "explain-gates",
+        "start": START.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "objects": objects,
+        "metrics": {
+            "pods": [
+                {
+                    "metadata": {"namespace": "default", "name": name},
+                    "containers": [{"name": "web", "usage": {"cpu": c}}],
+                }
+                for name, c in cpu.items()
+            ]
+        },
+        "steps": [{}],
+    }
+    async with Simulation(parse_scenario(doc), workdir=tmp_path) as sim:
+        assert sim.kubeconfig is not None
+        yield str(sim.kubeconfig)
+
+
+async def one_off(kubeconfig: str, *gates: str) -> str:
+    code, out, err = await explain(
+        "default/web", "--server", "", "--kubeconfig", kubeconfig, *gates
+    )
+    assert (code, err) == (0, ""), err
+    return first_line(out).split(": ", 1)[1]
+
+
+async def test_one_off_takes_the_feature_gates_suspend(tmp_path: Path) -> None:
+    objects = [
+        deployment(2),
+        pod(0),
+        pod(1),
+        annotated_hpa({"autoscaling.kubernetes.io/suspend": "true"}),
+    ]
+    # 500m of 500m = 100% against 50%: scale up, unless suspended.
+    async with cluster(objects, {"web-0": "500m", "web-1": "500m"}, tmp_path) as kc:
+        assert (await one_off(kc)).startswith("would scale up from 2 to 4")
+        assert (await one_off(kc, "--feature-gates=HPASuspend=false")).startswith(
+            "would scale up from 2 to 4"
+        )
+        suspended = await one_off(kc, "--feature-gates=HPASuspend=true")
+        assert "the HPA is suspended" in suspended, suspended
+        # Repeated flags join as hpactl run's do (the last value of a gate wins).
+        again = await one_off(
+            kc, "--feature-gates=HPASuspend=false", "--feature-gates", "HPASuspend=true"
+        )
+        assert again == suspended
+
+
+async def test_one_off_takes_the_feature_gates_owner_reference(tmp_path: Path) -> None:
+    rs = owned(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": deployment(2)["spec"]["template"],
+            },
+        },
+        "Deployment",
+        "web",
+    )
+    stranger = pod(9)
+    stranger["metadata"]["name"] = "debug"
+    objects = [
+        deployment(2),
+        rs,
+        owned(pod(0), "ReplicaSet", "web-1"),
+        owned(pod(1), "ReplicaSet", "web-1"),
+        stranger,
+        annotated_hpa({"hpactl.dev/selection-strategy": "OwnerReference"}),
+    ]
+    # The owned pods at 50%: on target. The stranger (a debugging pod with the
+    # target's labels) at 500% drags label selection up.
+    cpu = {"web-0": "250m", "web-1": "250m", "debug": "2500m"}
+    async with cluster(objects, cpu, tmp_path) as kc:
+        # Label selection: 3000m over three 500m requests = 200%, ratio 4 -> 12.
+        assert (await one_off(kc)).startswith("would scale up from 2 to 10, not 12")
+        owner = await one_off(kc, "--feature-gates=HPASelectionStrategy=true")
+        assert owner.startswith("would stay at 2: cpu is within tolerance: 50% against"), owner
+
+
+async def test_bad_feature_gates_are_refused_as_run_refuses_them(tmp_path: Path) -> None:
+    for value, message in [
+        ("Nope=true", "unrecognized feature gate: Nope"),
+        ("HPASuspend=yes", "invalid value of HPASuspend=yes"),
+    ]:
+        code, out, err = await explain("default/web", "--server", "", f"--feature-gates={value}")
+        assert (code, out) == (2, "")
+        assert (
+            err.startswith("hpactl explain: error: --feature-gates: ")
+            and len(err.splitlines()) == 1
+        ), err
+        assert message in err, err
