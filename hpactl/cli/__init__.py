@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from hpactl import __version__
 
 # Order is the order shown in `hpactl --help`.
-SUBCOMMANDS: tuple[str, ...] = ("run", "simulate", "demo", "emulator", "explain")
+SUBCOMMANDS: tuple[str, ...] = ("run", "simulate", "demo", "emulator", "explain", "convert")
 
 
 def build_parser() -> argparse.ArgumentParser:

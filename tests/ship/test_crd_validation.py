@@ -12,6 +12,7 @@ known differences (docs/managed-clusters.md) are spelled out case by case.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -258,3 +259,39 @@ async def test_a_full_resource_with_every_extension_is_accepted_and_defaulted(ht
 async def test_extension_fields_are_validated(http: Http, spec: Obj, field: str, text: str) -> None:
     causes = await _causes(http, CRS, crd.API_VERSION, {"maxReplicas": 2, **spec})
     assert any(c[0] == field and text in c[2] for c in causes), causes
+
+
+async def test_hpactl_convert_output_is_accepted_and_converts_back(http: Http) -> None:
+    from hpactl.cli.convert_cmd import convert_text
+
+    v2: Obj = {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": "web",
+            "namespace": "default",
+            "annotations": {
+                "hpactl.dev/selection-strategy": "OwnerReference",
+                "hpactl.dev/metric-sources": '{"queue": "keda.sh"}',
+            },
+        },
+        "spec": {
+            "scaleTargetRef": REF,
+            "minReplicas": 1,
+            "maxReplicas": 4,
+            "metrics": [
+                _metric("External", {"metric": QUEUE, "target": {"type": "Value", "value": "5"}})
+            ],
+        },
+    }
+    code, created = await http.post(V2, v2)
+    assert code == 201, created
+    (cr,), notes = convert_text(json.dumps(created), "live", crd.API_VERSION)
+    assert notes == []
+    code, stored = await http.post(CRS, cr)
+    assert code == 201, stored
+    (back,), _ = convert_text(json.dumps(stored), "live", crd.V2_API_VERSION)
+    assert back["spec"] == created["spec"]
+    annotations = back["metadata"]["annotations"]
+    assert annotations["hpactl.dev/selection-strategy"] == "OwnerReference"
+    assert json.loads(annotations["hpactl.dev/metric-sources"]) == {"queue": "keda.sh"}
