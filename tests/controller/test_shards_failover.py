@@ -8,6 +8,8 @@ few seconds whether every HPA is still synced, and by whom.
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import contextlib
 import signal
 import time
@@ -17,6 +19,7 @@ from typing import Any
 
 from support.proxy import RecordingProxy, Seen
 
+from hpactl.core.history_codec import decode_histories
 from hpactl.core.sharding import assign_shards, shard_of
 from hpactl.emulator.emulator import Emulator
 
@@ -288,3 +291,87 @@ async def test_shards_rebalance_as_replicas_join_and_leave_and_every_hpa_stays_s
         for r in all_replicas:
             assert r.proc.logged("hpactl.shard_lost") is None, r.identity
         assert await live[0].proc.stop() == 0
+
+
+WINDOW = 15.0
+
+
+def _last_high(emu: Emulator, lock: str, ns: str) -> float:
+    """Wall time of the newest persisted recommendation above 1 for ``ns``/web, from
+    its shard's history ConfigMap."""
+    name = f"{lock}-history-{shard_of(ns, SHARDS)}"
+    cm = emu.store.get("", "configmaps", "kube-system", name)
+    assert cm is not None, name
+    decoded = decode_histories(base64.b64decode(cm["binaryData"]["history.json.gz"]))
+    recs = decoded.records[f"{ns}/web"].history.recommendations
+    return max(r.timestamp.timestamp() for r in recs if r.recommendation > 1)
+
+
+async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_owner(
+    spawn: Callable[..., Any],
+) -> None:
+    """Gate on, A and B 2/2, every namespace at 4, the load drops (15 s window); A is
+    SIGKILLed 6 s in. B takes A's shards, loads each one's history ConfigMap, and scales
+    A's namespaces down when an uninterrupted owner would: at the first sync after the
+    persisted last high recommendation is a window old, as B does for its own
+    namespaces, not at the takeover."""
+    lock = "hpactl-shwin"
+    flags = [
+        *_fast_lease(lock),
+        f"--shards={SHARDS}",
+        GATE_ON,
+        f"--horizontal-pod-autoscaler-downscale-stabilization={WINDOW:g}s",
+    ]
+    async with Emulator() as emu, contextlib.AsyncExitStack() as stack:
+        c = Cluster(emu, lock)
+        c.load("200m")
+        a = await _replica(spawn, stack, emu, flags)
+        b = await _replica(spawn, stack, emu, flags)
+        await wait_until(lambda: c.settled([a, b]), 30, b.proc, "2/2")
+        await wait_until(lambda: c.all_at(4), 15, b.proc, "every namespace at 4")
+        await asyncio.sleep(2 * PERIOD)
+        mine_a = [ns for ns in NAMESPACES if shard_of(ns, SHARDS) in a.held()]
+        assert len(mine_a) == 4
+
+        c.load("10m")
+        dropped = time.monotonic()
+        await asyncio.sleep(6.0)
+        assert c.all_at(4), "scaled down inside the window"
+        a.proc.proc.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        last_high = {ns: _last_high(emu, lock, ns) for ns in NAMESPACES}
+        down: dict[str, float] = {}
+        deadline = time.monotonic() + 2 * WINDOW
+        while len(down) < len(NAMESPACES) and time.monotonic() < deadline:
+            now = time.monotonic()
+            for ns in NAMESPACES:
+                if ns not in down and c.replicas(ns) == 1:
+                    down[ns] = now
+            await asyncio.sleep(0.05)
+        assert len(down) == len(NAMESPACES), down
+        lost = {shard_of(ns, SHARDS) for ns in mine_a}
+        took = [
+            e
+            for e in b.proc.logs
+            if e.get("event") == "hpactl.shard_acquired" and e["shard"] in lost
+        ]
+        assert sorted(e["shard"] for e in took) == sorted(lost)  # once each, after the kill
+        assert all(e["histories"] == 2 for e in took), took
+        offset = time.time() - time.monotonic()
+        late = {ns: round(down[ns] + offset - (last_high[ns] + WINDOW), 2) for ns in NAMESPACES}
+        print(
+            f"\n[shards kill in window] killed {killed - dropped:.2f}s after the drop; "
+            f"scale-down after the last high entry left the window (A's: "
+            f"{[late[ns] for ns in mine_a]}, B's own: "
+            f"{[late[ns] for ns in NAMESPACES if ns not in mine_a]})"
+        )
+        for ns, t in late.items():
+            assert -0.1 <= t <= PERIOD + 0.7, (ns, late)
+        taken = min(
+            w.at
+            for w in b.proxy.writes(since=killed, leases=True)
+            if w.status < 300 and any(w.path.endswith(f"/{lock}-shard-{s}") for s in lost)
+        )
+        assert all(down[ns] >= taken + 2 * PERIOD for ns in mine_a), "down at the takeover"
+        assert b.held() == set(range(SHARDS))
+        assert await b.proc.stop() == 0
