@@ -414,6 +414,62 @@ async def test_transition_rule_runs_on_update_only(http: Http) -> None:
     assert code == 200 and obj["spec"]["maxReplicas"] == 5
 
 
+async def test_transition_rules_correlate_map_list_items_by_key(emulator: Emulator) -> None:
+    item_rule = {"rule": "self.port == oldSelf.port", "message": "port is immutable"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "ports": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {
+                            "type": "object",
+                            "x-kubernetes-validations": [item_rule],
+                            "properties": {
+                                "name": {"type": "string"},
+                                "port": {"type": "integer"},
+                            },
+                        },
+                    },
+                    "atomic": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "x-kubernetes-validations": [item_rule],
+                            "properties": {"port": {"type": "integer"}},
+                        },
+                    },
+                },
+            }
+        },
+    }
+    h = Http(emulator)
+    try:
+        assert (await h.post(CRDS, gadget_crd(schema)))[0] == 201
+        ports = [{"name": "a", "port": 1}]
+        assert (await h.post(GADGETS, gadget({"ports": ports, "atomic": [{"port": 1}]})))[0] == 201
+        # a new item (no old one with its key) and a reordered list pass
+        ports = [{"name": "b", "port": 2}, {"name": "a", "port": 1}]
+        code, _ = await h.patch(GADGETS + "/g", {"spec": {"ports": ports}}, MERGE)
+        assert code == 200
+        # the item keyed "a" changed port: refused at its new index
+        ports = [{"name": "b", "port": 2}, {"name": "a", "port": 9}]
+        code, status = await h.patch(GADGETS + "/g", {"spec": {"ports": ports}}, MERGE)
+        assert code == 422
+        assert status["message"] == PREFIX + (
+            'spec.ports[1]: Invalid value: "object": port is immutable'
+        )
+        # items of a list that is not a map have no old value: the rule does not run
+        code, _ = await h.patch(GADGETS + "/g", {"spec": {"atomic": [{"port": 9}]}}, MERGE)
+        assert code == 200
+    finally:
+        await h.close()
+
+
 async def test_cel_runtime_error_is_reported_with_the_rule(emulator: Emulator) -> None:
     schema = {
         "type": "object",
