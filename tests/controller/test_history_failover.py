@@ -512,3 +512,74 @@ async def test_with_the_gate_off_no_configmap_is_touched_and_the_outcome_is_the_
         # The check can see them: the gate-on run read and wrote its history.
         touched = [s for s in on.proxies[0].seen if "configmaps" in s.path]
         assert any(s.method == "GET" for s in touched) and any(s.is_write for s in touched)
+
+
+# ------------------------------------------------------------------- a paused leader
+
+
+def _history_writer(emu: Emulator) -> str:
+    cm = emu.store.get("", "configmaps", "kube-system", f"{LOCK}-history")
+    return str(
+        (((cm or {}).get("metadata") or {}).get("annotations") or {}).get(
+            "hpactl.dev/history-writer", ""
+        )
+    )
+
+
+async def test_a_leader_paused_past_its_lease_never_overwrites_the_next_leaders_history(
+    spawn: Callable[..., Any],
+) -> None:
+    """Gate on, one leader A and a standby B. A is SIGSTOPped; B leads, writes the
+    history and rescales; A is resumed: it sends no write at all but Lease requests
+    (no scale, status, Event, nor history ConfigMap: its flush loop is fenced). Then
+    B is stopped: A leads again, loads what B wrote, and writes it on with its new
+    epoch, with no fenced or failed history write on the way."""
+    flags = [*_fast_lease(LOCK), GATE_ON, "--horizontal-pod-autoscaler-downscale-stabilization=0s"]
+    async with Emulator() as emu, contextlib.AsyncExitStack() as stack:
+        run = Run("paused", emu, workload(emu, "web", 2, _now()))
+        emu.store.create(hpa("web", "web", max_replicas=4))
+        run.load("50m")
+        a = await _start(spawn, run, stack, flags)
+        await _leads(a)
+        b = await _start(spawn, run, stack, flags)
+        await _ready_standby(b)
+        id_a = str((a.logged("hpactl.leading") or {})["identity"])
+        await wait_until(lambda: _history_writer(emu) == id_a, 10, a, "A writes the history")
+
+        a.proc.send_signal(signal.SIGSTOP)
+        try:
+            await _leads(b)
+            id_b = str((b.logged("hpactl.leading") or {})["identity"])
+            await wait_until(lambda: _history_writer(emu) == id_b, 10, b, "B writes it")
+            run.load("200m")
+            await wait_until(lambda: _replicas(emu) == 4, 15, b, "B scales up")
+        finally:
+            a.proc.send_signal(signal.SIGCONT)
+        resumed = time.monotonic()
+        await wait_until(lambda: a.logged("hpactl.stopped_leading") is not None, 10, a, "A")
+        await asyncio.sleep(3 * PERIOD)  # A's timers and flush loop had every chance
+        proxy_a = run.proxies[0]
+        assert proxy_a.writes(since=resumed) == [], proxy_a.writes(since=resumed)
+        assert _history_writer(emu) == id_b
+
+        assert await b.stop() == 0
+
+        def releadings() -> list[dict[str, Any]]:
+            return [e for e in a.logs if e.get("event") == "hpactl.leading"]
+
+        await wait_until(lambda: len(releadings()) == 2, 15, a, "A leads again")
+        assert releadings()[1]["histories"] == 1
+        await wait_until(lambda: _history_writer(emu) == id_a, 10, a, "A writes it again")
+        cm = emu.store.get("", "configmaps", "kube-system", f"{LOCK}-history")
+        assert cm is not None
+        epoch = int(cm["metadata"]["annotations"]["hpactl.dev/history-epoch"])
+        assert epoch == 2  # A (0), B (1), A again (2)
+        for p in (a, b):
+            assert p.logged("hpactl.history_fenced") is None
+        # A's flush loop may wake on resumption before the loss is noticed: the session's
+        # fence refuses the write before it is sent (nothing reached the proxy, above).
+        for e in a.logs + b.logs:
+            if e.get("event") == "hpactl.history_write_failed":
+                assert "does not hold the leader lease" in e["error"], e
+                assert e in a.logs
+        assert await a.stop() == 0
