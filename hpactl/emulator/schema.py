@@ -723,6 +723,76 @@ def _go_rule(rule: Obj) -> str:
     )
 
 
+_REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"]
+
+
+def _rule_shape_causes(rules: list[Obj], node: Schema, path: str) -> list[Cause]:
+    """The checks of a rule's own fields: rule present, reason known, fieldPath valid."""
+    out: list[Cause] = []
+    for i, rule in enumerate(rules):
+        rpath = f"{path}.x-kubernetes-validations[{i}]"
+        if not str(rule.get("rule") or "").strip():
+            out.append(_required(f"{rpath}.rule"))
+        reason = rule.get("reason")
+        if reason is not None and reason not in _REASONS:
+            out.append(_not_supported(f"{rpath}.reason", reason, _REASONS))
+        fp = rule.get("fieldPath")
+        if fp is None or fp == "":
+            continue
+        fp = str(fp)
+        if not fp.strip():
+            out.append(
+                _invalid(f"{rpath}.fieldPath", fp, "fieldPath must be non-empty if specified")
+            )
+        if "\n" in fp or "\r" in fp:
+            out.append(_invalid(f"{rpath}.fieldPath", fp, "fieldPath must not contain line breaks"))
+        problem = valid_field_path(fp, node)
+        if problem:
+            out.append(
+                _invalid(f"{rpath}.fieldPath", fp, f"fieldPath must be a valid path: {problem}")
+            )
+    return out
+
+
+def valid_field_path(path: str, s: Schema) -> str:
+    """cel.ValidFieldPath: '' when `.a.b` / `['k']` steps name fields of the schema,
+    else the reason it does not."""
+    tokens = re.findall(r"'(?:[^'\\]|\\.)*'|[.\[\]]|[^.\[\]]+", path)
+    i = 0
+    node: Schema = s
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "[":
+            if i + 1 >= len(tokens):
+                return "unexpected end of JSON path"
+            key = tokens[i + 1]
+            if len(key) < 2 or key[0] != "'" or key[-1] != "'":
+                return f"expected single quoted string but got {key}"
+            name = key[1:-1].replace("\\'", "'").replace("\\\\", "\\")
+            if i + 2 >= len(tokens):
+                return "unexpected end of JSON path"
+            if tokens[i + 2] != "]":
+                return f"expected ] but got {tokens[i + 2]}"
+            i += 3
+        elif tok == ".":
+            if i + 1 >= len(tokens):
+                return "unexpected end of JSON path"
+            name = tokens[i + 1]
+            i += 2
+        else:
+            return f"expected [ or . but got: {tok}"
+        props = _props(node)
+        if props:
+            if name not in props:
+                return "does not refer to a valid field"
+            node = props[name]
+        elif _additional(node) is not None:
+            node = _additional(node) or {}
+        else:
+            return "does not refer to a valid field"
+    return ""
+
+
 def crd_rule_causes(crd: Obj) -> list[Cause]:
     """Compile every CEL rule of a CRD: the errors the API server gives on create/update."""
     spec = crd.get("spec") or {}
@@ -743,12 +813,14 @@ def crd_rule_causes(crd: Obj) -> list[Cause]:
         _schema_path(prefix, top, nodes, True)
         for path, node, root in nodes:
             view = _root_view(node) if root else node
-            for i, rule in enumerate(node.get("x-kubernetes-validations") or []):
-                if not isinstance(rule, dict):
-                    continue
+            rules = [r for r in node.get("x-kubernetes-validations") or [] if isinstance(r, dict)]
+            shape = _rule_shape_causes(rules, node, path)
+            out.extend(shape)
+            if shape:
+                continue  # schema errors at a level skip its CEL compilation, as upstream
+            for i, rule in enumerate(rules):
                 rpath = f"{path}.x-kubernetes-validations[{i}]"
                 if not str(rule.get("rule") or "").strip():
-                    out.append(_required(f"{rpath}.rule"))
                     continue
                 try:
                     _compile(rule, view)

@@ -535,6 +535,41 @@ async def test_crd_with_a_rule_that_does_not_compile_is_refused(emulator: Emulat
     assert emulator.registry.get("tests.hpactl.dev", "v1", "gadgets") is None
 
 
+async def test_crd_rule_reason_and_field_path_are_checked(emulator: Emulator) -> None:
+    schema = gadget_schema()
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "true", "reason": "FieldValueBogus"},
+        {"rule": "true", "fieldPath": ".nope"},
+        {"rule": "true", "fieldPath": ".tags[0]"},
+        {"rule": "self.nope"},  # not compiled: this level already has errors
+        {"rule": "true", "fieldPath": ".labels['any.key']"},
+    ]
+    h = Http(emulator)
+    try:
+        code, status = await h.post(CRDS, gadget_crd(schema))
+    finally:
+        await h.close()
+    assert code == 422
+    at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations"
+    assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
+        (
+            f"{at}[0].reason",
+            'Unsupported value: "FieldValueBogus": supported values: "FieldValueDuplicate", '
+            '"FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"',
+        ),
+        (
+            f"{at}[1].fieldPath",
+            'Invalid value: ".nope": fieldPath must be a valid path: does not refer to a '
+            "valid field",
+        ),
+        (
+            f"{at}[2].fieldPath",
+            'Invalid value: ".tags[0]": fieldPath must be a valid path: expected single '
+            "quoted string but got 0",
+        ),
+    ]
+
+
 # ---- status subresource ------------------------------------------------------------------------
 
 
