@@ -969,84 +969,271 @@ class Program:
         return _Eval(variables).run(self.root)
 
 
+def schema_kind(s: Any) -> str:
+    """The CEL type a schema node declares (dyn when it does not say, or when the
+    Kubernetes type is one this subset does not model: timestamps, durations)."""
+    if not isinstance(s, dict) or s.get("x-kubernetes-int-or-string"):
+        return "dyn"
+    t = s.get("type")
+    if t == "integer":
+        return "int"
+    if t == "number":
+        return "double"
+    if t == "boolean":
+        return "bool"
+    if t == "string":
+        return (
+            "dyn" if s.get("format") in ("date-time", "datetime", "date", "duration") else "string"
+        )
+    if t == "array":
+        return "list"
+    if t == "object":
+        if isinstance(s.get("additionalProperties"), dict):
+            return "map"
+        return "object" if s.get("properties") else "dyn"
+    return "dyn"
+
+
+_LIT_KIND = {bool: "bool", int: "int", float: "double", str: "string", type(None): "null"}
+_METHOD_KIND = {
+    "startsWith": "bool",
+    "endsWith": "bool",
+    "contains": "bool",
+    "matches": "bool",
+    "isSorted": "bool",
+    "isGreaterThan": "bool",
+    "isLessThan": "bool",
+    "isInteger": "bool",
+    "lowerAscii": "string",
+    "upperAscii": "string",
+    "trim": "string",
+    "replace": "string",
+    "substring": "string",
+    "join": "string",
+    "size": "int",
+    "indexOf": "int",
+    "lastIndexOf": "int",
+    "compareTo": "int",
+    "sign": "int",
+    "asInteger": "int",
+    "split": "list",
+    "asApproximateFloat": "double",
+    "add": "quantity",
+    "sub": "quantity",
+}
+_GLOBAL_KIND = {
+    "size": "int",
+    "int": "int",
+    "uint": "int",
+    "double": "double",
+    "string": "string",
+    "bool": "bool",
+    "matches": "bool",
+    "isQuantity": "bool",
+    "quantity": "quantity",
+}
+_STRING_METHODS = {
+    "startsWith",
+    "endsWith",
+    "contains",
+    "matches",
+    "lowerAscii",
+    "upperAscii",
+    "trim",
+    "replace",
+    "substring",
+    "split",
+}
+# Kinds the checker reasons about; others (object, dyn, quantity) are never flagged.
+_KNOWN = {"int", "double", "string", "bool", "null", "list", "map"}
+_NUMERIC = {"int", "double"}
+_ARITH_OK = {
+    "_+_": {("int", "int"), ("double", "double"), ("string", "string"), ("list", "list")},
+    "_-_": {("int", "int"), ("double", "double")},
+    "_*_": {("int", "int"), ("double", "double")},
+    "_/_": {("int", "int"), ("double", "double")},
+    "_%_": {("int", "int")},
+}
+
+
+def _shown(kind: str) -> str:
+    return {"null": "null_type", "list": "list(dyn)", "map": "map(string, dyn)"}.get(kind, kind)
+
+
+class CelResultTypeError(CelCompileError):
+    """A rule that compiles but does not evaluate to a bool."""
+
+
 def compile_rule(
     source: str,
     variables: tuple[str, ...] = ("self", "oldSelf"),
     self_schema: Any = None,
     lookup: FieldLookup | None = None,
+    result: str = "bool",
 ) -> Program:
-    """Parse and check a rule: undeclared identifiers or functions and fields the
-    schema does not declare are compile errors, as cel-go's checker reports them."""
+    """Parse and check a rule as cel-go's checker would: undeclared identifiers or
+    functions, fields the schema does not declare, operators applied to types they have
+    no overload for (only where both types are known), and a result of the wrong type."""
     root = _Parser(source).parse()
     errs: list[tuple[int, str]] = []
     uses_old = [False]
+    Typed = tuple[str, Any]  # (kind, schema node or ...)
+    dyn: Typed = ("dyn", ...)
 
-    def check(node: Node, scope: dict[str, Any]) -> Any:
-        """Walk the AST; returns the schema of the node's value when known, else ..."""
+    def error(pos: int, msg: str) -> None:
+        errs.append((pos, format_error(source, pos, msg)))
+
+    def overload(pos: int, op: str, *kinds: str) -> None:
+        shown = ", ".join(_shown(k) for k in kinds)
+        error(pos, f"found no matching overload for '{op}' applied to '({shown})'")
+
+    def of_schema(sch: Any) -> Typed:
+        return (schema_kind(sch), sch) if sch is not ... else dyn
+
+    def binary(node: Node, a: str, b: str) -> str:
+        op = node.value
+        both = a in _KNOWN and b in _KNOWN
+        if op in ("==", "!="):
+            if both and a != b and "null" not in (a, b) and not (a in _NUMERIC and b in _NUMERIC):
+                overload(node.pos, f"_{op}_", a, b)
+            return "bool"
+        if op in ("<", "<=", ">", ">="):
+            if both and not (
+                (a in _NUMERIC and b in _NUMERIC) or (a == b and a in ("string", "bool"))
+            ):
+                overload(node.pos, f"_{op}_", a, b)
+            return "bool"
+        if op == "in":
+            if b in _KNOWN and b not in ("list", "map"):
+                overload(node.pos, "@in", a, b)
+            return "bool"
+        name = f"_{op}_"
+        if both and (a, b) not in _ARITH_OK[name]:
+            overload(node.pos, name, a, b)
+            return "dyn"
+        return a if both else "dyn"
+
+    def want_bool(node: Node, op: str, *kinds: str) -> None:
+        if any(k in _KNOWN and k != "bool" for k in kinds):
+            overload(node.pos, op, *kinds)
+
+    def check(node: Node, scope: dict[str, Typed]) -> Typed:
         op = node.op
+        if op == "lit":
+            return (_LIT_KIND.get(type(node.value), "dyn"), ...)
         if op == "ident":
             name = node.value
             if name not in scope:
                 errs.append((node.pos, _undeclared(source, node.pos, name)))
-                return ...
+                return dyn
             if name == "oldSelf":
                 uses_old[0] = True
             return scope[name]
         if op == "select":
-            parent = check(node.args[0], scope)
+            kind, parent = check(node.args[0], scope)
+            if kind in _KNOWN and kind != "map":
+                error(node.pos, f"type '{_shown(kind)}' does not support field selection")
+                return dyn
             if lookup is None or parent is ...:
-                return ...
+                return dyn
             child = lookup(parent, node.value)
             if child is None:
-                msg = f"undefined field '{node.value}'"
-                errs.append((node.pos, format_error(source, node.pos, msg)))
-                return ...
-            return child
+                error(node.pos, f"undefined field '{node.value}'")
+                return dyn
+            return of_schema(child)
         if op == "has":
-            check(node.args[0].args[0], scope)
-            return ...
+            check(node.args[0], scope)
+            return ("bool", ...)
         if op == "index":
-            parent = check(node.args[0], scope)
+            kind, parent = check(node.args[0], scope)
             check(node.args[1], scope)
-            if lookup is not None and parent is not ...:
-                return lookup(parent, "[]")
-            return ...
+            if lookup is not None and parent is not ... and kind in ("list", "map"):
+                return of_schema(lookup(parent, "[]"))
+            return dyn
+        if op == "list":
+            for a in node.args:
+                check(a, scope)
+            return ("list", ...)
+        if op == "map":
+            for a in node.args:
+                check(a, scope)
+            return ("map", ...)
+        if op == "unary":
+            kind = check(node.args[0], scope)[0]
+            if node.value == "!":
+                want_bool(node, "!_", kind)
+                return ("bool", ...)
+            if kind in _KNOWN and kind not in _NUMERIC:
+                overload(node.pos, "-_", kind)
+                return dyn
+            return (kind, ...)
+        if op in ("and", "or"):
+            a = check(node.args[0], scope)[0]
+            b = check(node.args[1], scope)[0]
+            want_bool(node, "_&&_" if op == "and" else "_||_", a, b)
+            return ("bool", ...)
+        if op == "cond":
+            c = check(node.args[0], scope)[0]
+            if c in _KNOWN and c != "bool":
+                overload(node.pos, "_?_:_", c, "dyn", "dyn")
+            yes = check(node.args[1], scope)
+            no = check(node.args[2], scope)
+            return yes if yes[0] == no[0] else dyn
+        if op == "binary":
+            a = check(node.args[0], scope)[0]
+            b = check(node.args[1], scope)[0]
+            return (binary(node, a, b), ...)
         if op == "call":
             kind, name = node.value
             known = _METHODS if kind == "member" else _GLOBALS
             if name not in known:
                 errs.append((node.pos, _undeclared(source, node.pos, name)))
-            for a in node.args:
-                check(a, scope)
-            return ...
+            arg_kinds = [check(a, scope)[0] for a in node.args]
+            first = arg_kinds[0] if arg_kinds else "dyn"
+            if name == "size" and first in _KNOWN and first not in ("string", "list", "map"):
+                overload(node.pos, "size", first)
+            is_string_method = kind == "member" and name in _STRING_METHODS
+            if is_string_method and first in _KNOWN and first != "string":
+                overload(node.pos, name, *arg_kinds)
+            table = _METHOD_KIND if kind == "member" else _GLOBAL_KIND
+            return (table.get(name, "dyn"), ...)
         if op == "macro":
-            parent = check(node.args[0], scope)
-            elem: Any = ...
-            if lookup is not None and parent is not ...:
-                elem = lookup(parent, "[]")
+            kind, parent = check(node.args[0], scope)
+            if kind in _KNOWN and kind not in ("list", "map"):
+                overload(node.pos, node.value, kind)
+            elem: Typed = dyn
+            if kind == "map":
+                elem = ("string", ...)
+            elif lookup is not None and parent is not ...:
+                elem = of_schema(lookup(parent, "[]"))
             inner = dict(scope)
             inner[node.args[1].value] = elem
             for a in node.args[2:]:
                 check(a, inner)
-            return ...
-        for a in node.args:
-            check(a, scope)
-        return ...
+            return ("bool", ...) if node.value in ("all", "exists", "exists_one") else ("list", ...)
+        return dyn
 
-    scope: dict[str, Any] = {
-        v: (self_schema if self_schema is not None else ...) for v in variables
+    scope: dict[str, Typed] = {
+        v: (of_schema(self_schema) if self_schema is not None else dyn) for v in variables
     }
-    check(root, scope)
+    out_kind = check(root, scope)[0]
     if errs:
         raise CelCompileError("\n".join(text for _, text in sorted(errs)))
+    if out_kind in _KNOWN and out_kind != result:
+        what = (
+            "cel expression must evaluate to a bool"
+            if result == "bool"
+            else ("messageExpression must evaluate to a string")
+        )
+        raise CelResultTypeError(what)
     return Program(source, root, uses_old[0])
 
 
 @functools.lru_cache(maxsize=2048)
-def compile_cached(source: str) -> Program:
+def compile_cached(source: str, result: str = "bool") -> Program:
     """compile_rule without schema checks, memoized: for rules run on every write (their
     fields were checked against the schema when the CRD was written)."""
-    return compile_rule(source)
+    return compile_rule(source, result=result)
 
 
 def evaluate(source: str, variables: Mapping[str, Any]) -> Any:

@@ -614,7 +614,7 @@ def _rule_causes(v: Any, old: Any, s: Schema, path: str, root: bool) -> list[Cau
         expr = rule.get("messageExpression")
         if expr:
             try:
-                msg = cel.compile_cached(str(expr)).evaluate(env)
+                msg = cel.compile_cached(str(expr), "string").evaluate(env)
                 if isinstance(msg, str) and msg.strip() and "\n" not in msg.strip():
                     detail = msg.strip()
             except (cel.CelCompileError, cel.CelEvalError):
@@ -723,6 +723,10 @@ def _go_rule(rule: Obj) -> str:
     )
 
 
+def _rule_invalid(path: str, rule: Obj, detail: str) -> Cause:
+    return (path, "FieldValueInvalid", f"Invalid value: {_go_rule(rule)}: {detail}")
+
+
 _REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"]
 
 
@@ -824,27 +828,19 @@ def crd_rule_causes(crd: Obj) -> list[Cause]:
                     continue
                 try:
                     _compile(rule, view)
+                except cel.CelResultTypeError as exc:
+                    out.append(_rule_invalid(f"{rpath}.rule", rule, str(exc)))
                 except cel.CelCompileError as exc:
-                    out.append(
-                        (
-                            f"{rpath}.rule",
-                            "FieldValueInvalid",
-                            f"Invalid value: {_go_rule(rule)}: compilation failed: {exc}",
-                        )
-                    )
+                    out.append(_rule_invalid(f"{rpath}.rule", rule, f"compilation failed: {exc}"))
                 expr = rule.get("messageExpression")
                 if expr:
                     try:
-                        cel.compile_rule(str(expr), ("self", "oldSelf"), view, _lookup)
+                        cel.compile_rule(str(expr), ("self", "oldSelf"), view, _lookup, "string")
+                    except cel.CelResultTypeError as exc:
+                        out.append(_rule_invalid(f"{rpath}.messageExpression", rule, str(exc)))
                     except cel.CelCompileError as exc:
-                        out.append(
-                            (
-                                f"{rpath}.messageExpression",
-                                "FieldValueInvalid",
-                                f"Invalid value: {_go_rule(rule)}: "
-                                f"messageExpression compilation failed: {exc}",
-                            )
-                        )
+                        detail = f"messageExpression compilation failed: {exc}"
+                        out.append(_rule_invalid(f"{rpath}.messageExpression", rule, detail))
     return out
 
 

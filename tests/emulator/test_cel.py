@@ -161,6 +161,85 @@ def test_fields_are_checked_against_the_schema() -> None:
     assert "ERROR: <input>:1:16: undefined field 'y'" in str(err.value)
 
 
+TYPED = {
+    "type": "object",
+    "properties": {
+        "n": {"type": "string"},
+        "i": {"type": "integer"},
+        "d": {"type": "number"},
+        "l": {"type": "array", "items": {"type": "string"}},
+        "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "q": {
+            "x-kubernetes-int-or-string": True,
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+        },
+        "t": {"type": "string", "format": "date-time"},
+    },
+}
+
+
+def typed(rule: str, result: str = "bool") -> None:
+    def lookup(parent: Any, name: str) -> Any:
+        if name == "[]":
+            return parent.get("items") or parent.get("additionalProperties") or ...
+        return (parent.get("properties") or {}).get(name, parent.get("additionalProperties"))
+
+    cel.compile_rule(rule, ("self", "oldSelf"), TYPED, lookup, result)
+
+
+@pytest.mark.parametrize(
+    ("rule", "error"),
+    [
+        ("self.n == 1", "1:8: found no matching overload for '_==_' applied to '(string, int)'"),
+        (
+            "self.i + self.d > 0",
+            "1:8: found no matching overload for '_+_' applied to '(int, double)'",
+        ),
+        ("size(self.i) > 0", "1:5: found no matching overload for 'size' applied to '(int)'"),
+        ("!self.i", "1:1: found no matching overload for '!_' applied to '(int)'"),
+        (
+            "self.i in self.n",
+            "1:8: found no matching overload for '@in' applied to '(int, string)'",
+        ),
+        (
+            "self.l.exists(x, x == 1)",
+            "1:20: found no matching overload for '_==_' applied to '(string, int)'",
+        ),
+        ("self.n.x == 1", "1:7: type 'string' does not support field selection"),
+        (
+            "self.i > 0 && self.n",
+            "1:12: found no matching overload for '_&&_' applied to '(bool, string)'",
+        ),
+    ],
+)
+def test_type_errors_where_both_types_are_known(rule: str, error: str) -> None:
+    with pytest.raises(cel.CelCompileError) as err:
+        typed(rule)
+    assert str(err.value).startswith(f"ERROR: <input>:{error}\n | {rule}\n")
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "self.i < self.d && self.i == 1.0",  # numbers compare across int and double
+        "self.q > 0 || self.q == 'x'",  # int-or-string is dyn
+        "self.t == 'x'",  # timestamps are not modelled: dyn, never flagged
+        "self.m.all(k, self.m[k] > 0) && self.l.all(x, x.startsWith('a'))",
+        "self.i == null || self.n + 'a' == 'b'",
+    ],
+)
+def test_well_typed_rules_compile(rule: str) -> None:
+    typed(rule)
+
+
+def test_result_type() -> None:
+    with pytest.raises(cel.CelResultTypeError, match=r"^cel expression must evaluate to a bool$"):
+        typed("self.i")
+    with pytest.raises(cel.CelResultTypeError, match="messageExpression must evaluate to a string"):
+        typed("self.i", "string")
+    typed("'n is ' + self.n", "string")
+
+
 @pytest.mark.parametrize(
     "rule",
     [
