@@ -173,7 +173,13 @@ async def serve_watch(
             if bookmarks:
                 wait = min(wait, max(0.0, next_bookmark - now))
             try:
-                got = await asyncio.wait_for(watcher.queue.get(), timeout=wait)
+                # Take what is queued directly: with wait 0 (a bookmark due while events
+                # are queued), Python 3.11's wait_for cancels the get before it runs, for
+                # ever, and the watch would deliver nothing more.
+                if watcher.queue.empty():
+                    got = await asyncio.wait_for(watcher.queue.get(), timeout=wait)
+                else:
+                    got = watcher.queue.get_nowait()
             except TimeoutError:
                 transport = request.transport
                 if transport is None or transport.is_closing():
