@@ -923,15 +923,37 @@ _CREATED_AT: tuple[list[Column], Printer] = (
 )
 
 
+def _jsonpath_values(cur: Any, parts: list[str]) -> list[Any]:
+    """Every value ``parts`` reaches from ``cur`` (``name``, ``name[*]``, ``name[i]``)."""
+    if not parts:
+        return [cur]
+    part, rest = parts[0], parts[1:]
+    name, _, index = part.partition("[")
+    if name:
+        if not isinstance(cur, dict) or name not in cur:
+            return []
+        cur = cur[name]
+    if not index:
+        return _jsonpath_values(cur, rest)
+    if not isinstance(cur, list):
+        return []
+    index = index.rstrip("]")
+    if index == "*":
+        items = cur
+    else:
+        try:
+            items = [cur[int(index)]]
+        except (ValueError, IndexError):
+            return []
+    return [v for item in items for v in _jsonpath_values(item, rest)]
+
+
 def _jsonpath_get(obj: Obj, path: str) -> Any:
-    cur: Any = obj
-    for part in path.strip().lstrip(".").split("."):
-        if not part:
-            continue
-        if not isinstance(cur, dict):
-            return None
-        cur = cur.get(part)
-    return cur
+    """A printer column's value: the first result, as the API server's CRD table
+    convertor takes it (``[*]`` over several items shows the first)."""
+    parts = [p for p in path.strip().lstrip(".").split(".") if p]
+    values = _jsonpath_values(obj, parts)
+    return values[0] if values else None
 
 
 def _custom_printer(rt: ResourceType) -> tuple[list[Column], Printer]:
@@ -947,6 +969,10 @@ def _custom_printer(rt: ResourceType) -> tuple[list[Column], Printer]:
             v = _jsonpath_get(o, path)
             if typ == "date" and v:
                 cells.append(_since(v, now))
+            elif typ == "string" and isinstance(v, bool):
+                cells.append("true" if v else "false")  # printed, as the API server does
+            elif typ == "string" and isinstance(v, int | float):
+                cells.append(str(v))
             else:
                 cells.append(v)
         return cells
