@@ -570,7 +570,9 @@ def _compile(rule: Obj, s: Schema) -> cel.Program:
     return cel.compile_rule(str(rule.get("rule") or ""), ("self", "oldSelf"), s, _lookup)
 
 
-def _rule_causes(v: Any, old: Any, s: Schema, path: str, root: bool) -> list[Cause]:
+def _rule_causes(
+    v: Any, old: Any, s: Schema, path: str, root: bool, ratchet: bool = False
+) -> list[Cause]:
     rules = s.get("x-kubernetes-validations") or []
     if not rules or v is None:
         return []
@@ -606,6 +608,8 @@ def _rule_causes(v: Any, old: Any, s: Schema, path: str, root: bool) -> list[Cau
             continue
         if result is True:
             continue
+        if ratchet and not program.uses_old_self:
+            continue  # ratcheting: the value is unchanged (a warning upstream)
         err_path = at
         fp = str(rule.get("fieldPath") or "")
         if fp:
@@ -634,8 +638,21 @@ def _rule_causes(v: Any, old: Any, s: Schema, path: str, root: bool) -> list[Cau
     return out
 
 
-def _cel_walk(v: Any, old: Any, s: Schema, path: str, out: list[Cause], root: bool) -> None:
-    out.extend(_rule_causes(v, old, s, path, root))
+def _cel_walk(
+    v: Any,
+    old: Any,
+    s: Schema,
+    path: str,
+    out: list[Cause],
+    root: bool,
+    correlated: bool = True,
+    parent_equal: bool = False,
+) -> None:
+    """Run the rules of every node; `old` is the correlated old value (oldSelf).
+    Ratcheting: a failed rule without oldSelf is dropped when the node is unchanged
+    (or, for items that do not correlate, when the nearest correlated ancestor is)."""
+    equal = (old is not None and v == old) if correlated else parent_equal
+    out.extend(_rule_causes(v, old, s, path, root, equal))
     if isinstance(v, dict):
         props = _props(s)
         extra = _additional(s)
@@ -645,14 +662,16 @@ def _cel_walk(v: Any, old: Any, s: Schema, path: str, out: list[Cause], root: bo
             cs = props.get(key, extra)
             if cs is None or (root and key == "metadata"):
                 continue
-            _cel_walk(child, old_map.get(key), cs, _join(path, key), out, False)
+            sub = _join(path, key)
+            _cel_walk(child, old_map.get(key), cs, sub, out, False, correlated, equal)
     elif isinstance(v, list):
         items = _items(s)
         if items is None:
             return
         keys = [str(k) for k in s.get("x-kubernetes-list-map-keys") or []]
+        is_map = s.get("x-kubernetes-list-type") == "map"
         by_key: dict[str, Any] = {}
-        if s.get("x-kubernetes-list-type") == "map" and isinstance(old, list):
+        if is_map and isinstance(old, list):
             for o in old:
                 if isinstance(o, dict):
                     by_key[json.dumps([o.get(k) for k in keys])] = o
@@ -660,17 +679,86 @@ def _cel_walk(v: Any, old: Any, s: Schema, path: str, out: list[Cause], root: bo
             prev = None
             if by_key and isinstance(item, dict):
                 prev = by_key.get(json.dumps([item.get(k) for k in keys]))
-            _cel_walk(item, prev, items, f"{path}[{i}]", out, False)
+            _cel_walk(item, prev, items, f"{path}[{i}]", out, False, correlated and is_map, equal)
+
+
+_MISSING = object()
+_QUOTED_PATH = re.compile(r'^Invalid value: "": "((?:[^"\\]|\\.)*)" must ')
+
+
+def _segments(path: str) -> list[str | int]:
+    out: list[str | int] = []
+    for part in path.split("."):
+        m = re.match(r"^([^\[]*)((?:\[\d+\])*)$", part)
+        if not m:
+            out.append(part)
+            continue
+        if m.group(1):
+            out.append(m.group(1))
+        out.extend(int(i) for i in re.findall(r"\[(\d+)\]", m.group(2)))
+    return out
+
+
+def _ratcheted(cause: Cause, new: Obj, old: Obj, s: Schema) -> bool:
+    """CRDValidationRatcheting for a schema error: dropped when the node that raised it,
+    or a correlated ancestor, is unchanged from the old object."""
+    path, reason, message = cause
+    if path == "<nil>":
+        m = _QUOTED_PATH.match(message)
+        if not m:
+            return False
+        path = m.group(1)
+    segs = _segments(path) if path not in ("", ".") else []
+    if reason == "FieldValueRequired":
+        segs = segs[:-1]  # raised by the object missing the field
+    cur_new: Any = new
+    cur_old: Any = old
+    node: Schema | None = s
+    if cur_new == cur_old:
+        return True
+    for seg in segs:
+        if isinstance(seg, int):
+            if not isinstance(cur_new, list) or seg >= len(cur_new) or node is None:
+                return False
+            item = cur_new[seg]
+            prev: Any = _MISSING
+            if node.get("x-kubernetes-list-type") == "map" and isinstance(cur_old, list):
+                keys = [str(k) for k in node.get("x-kubernetes-list-map-keys") or []]
+                for o in cur_old:
+                    same_key = isinstance(o, dict) and isinstance(item, dict)
+                    if same_key and all(o.get(k) == item.get(k) for k in keys):
+                        prev = o
+                        break
+            if prev is _MISSING:
+                return False  # items of other lists do not correlate
+            cur_new, cur_old, node = item, prev, _items(node)
+        else:
+            if not isinstance(cur_new, dict) or not isinstance(cur_old, dict):
+                return False
+            if seg not in cur_new or seg not in cur_old:
+                return False
+            cur_new, cur_old = cur_new[seg], cur_old[seg]
+            node = (_props(node).get(seg) or _additional(node)) if node is not None else None
+        if cur_new == cur_old:
+            return True
+    return False
 
 
 # ---- entry points ------------------------------------------------------------------------------
 
 
 def validate(obj: Obj, s: Schema, old: Obj | None = None) -> list[Cause]:
-    """Schema errors, then CEL rule errors, of a whole custom resource."""
+    """Schema errors, then CEL rule errors, of a whole custom resource; on updates
+    (`old`) with CRDValidationRatcheting's exemptions for unchanged values."""
     out: list[Cause] = []
     _validate(obj, s, "", out, root=True)
-    _list_types(obj, s, "", out)
+    if old is not None:
+        out = [c for c in out if not _ratcheted(c, obj, old, s)]
+    old_list_errors: list[Cause] = []
+    if old is not None:
+        _list_types(old, s, "", old_list_errors)
+    if not old_list_errors:  # duplicates already stored are ratcheted as a whole
+        _list_types(obj, s, "", out)
     if any(reason in _BLOCKING for _, reason, _ in out):
         # hasBlockingErr: CEL rules are not run on an object of the wrong shape.
         out.append(("<nil>", "FieldValueInvalid", f'Invalid value: "null": {_NOT_CHECKED}'))

@@ -596,6 +596,34 @@ async def test_status_subresource(http: Http) -> None:
     assert obj["metadata"]["generation"] == 1
 
 
+async def test_ratcheting_keeps_unchanged_invalid_values_writable(
+    http: Http, emulator: Emulator
+) -> None:
+    """CRDValidationRatcheting: an object stored before the schema tightened (planted
+    here without validation) can still be written where its invalid values are unchanged."""
+    spec = {"maxReplicas": 0, "target": "500m", "mode": "Medium", "tags": ["a", "a"]}
+    emulator.store.create(gadget(spec) | {"metadata": {"name": "g", "namespace": "default"}})
+    # the controller's status write: spec unchanged, only the status is validated
+    code, obj = await http.patch(GADGETS + "/g/status", {"status": {"replicas": 1}}, MERGE)
+    assert code == 200 and obj["status"] == {"replicas": 1}, obj
+    # a spec change elsewhere: unchanged fields ratchet, but spec's own rule (spec
+    # changed) and the changed field are checked
+    code, status = await http.patch(GADGETS + "/g", {"spec": {"ratio": 2}}, MERGE)
+    assert code == 422
+    assert status["message"] == PREFIX + (
+        "[spec.ratio: Invalid value: 2: spec.ratio in body should be less than 1, spec: "
+        'Invalid value: "object": minReplicas must be less than or equal to maxReplicas]'
+    )
+    code, status = await http.patch(GADGETS + "/g", {"spec": {"maxReplicas": -1}}, MERGE)
+    assert code == 422
+    assert status["message"].startswith(
+        PREFIX + "[spec.maxReplicas: Invalid value: -1: spec.maxReplicas in body should be "
+        "greater than or equal to 1, "
+    )
+    code, obj = await http.patch(GADGETS + "/g", {"spec": {"maxReplicas": 5}}, MERGE)
+    assert code == 200 and obj["spec"]["mode"] == "Medium"
+
+
 async def test_invalid_status_body_lists_causes(http: Http) -> None:
     code, status = await http.post(GADGETS, gadget({**VALID, "maxReplicas": 0, "mode": "X"}))
     assert code == 422
