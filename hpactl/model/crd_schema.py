@@ -520,8 +520,9 @@ def _printer_columns() -> list[Obj]:
         {
             "name": "Targets",
             "type": "string",
-            "description": "The current value of each Resource metric, in percent of the "
-            "request (kubectl get hpa prints current/target for every metric).",
+            "description": "The current utilization of the first Resource metric, in "
+            "percent of the request (kubectl get hpa prints current/target for every "
+            "metric).",
             "jsonPath": ".status.currentMetrics[*].resource.current.averageUtilization",
         },
         {"name": "MinPods", "type": "integer", "jsonPath": ".spec.minReplicas"},
