@@ -223,6 +223,8 @@ class ControllerMetrics:
             buckets=REST_CLIENT_BUCKETS,
             registry=r,
         )
+        self._rest_children: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
+        self._throttle_children: dict[tuple[str, str], Histogram] = {}
         # client-go's workqueue, for the HPA schedule.
         self.workqueue = WorkqueueMetrics(r)
         # client-go's leader election (one series per Lease, as one elector per Lease).
@@ -319,12 +321,26 @@ class ControllerMetrics:
 
     def observe_rest_request(self, verb: str, host: str, code: str, seconds: float) -> None:
         """One request of Kubernetes ``verb`` to ``host`` (host:port), as client-go counts it."""
-        method = http_method(verb)
-        self.rest_requests.labels(code, method, host).inc()
-        self.rest_request_duration.labels(method, host).observe(seconds)
+        # Called for every request: the labelled children are looked up once.
+        key = (verb, host, code)
+        children = self._rest_children.get(key)
+        if children is None:
+            method = http_method(verb)
+            children = (
+                self.rest_requests.labels(code, method, host),
+                self.rest_request_duration.labels(method, host),
+            )
+            self._rest_children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def observe_rate_limiter(self, verb: str, host: str, seconds: float) -> None:
-        self.rest_rate_limiter_duration.labels(http_method(verb), host).observe(seconds)
+        key = (verb, host)
+        child = self._throttle_children.get(key)
+        if child is None:
+            child = self.rest_rate_limiter_duration.labels(http_method(verb), host)
+            self._throttle_children[key] = child
+        child.observe(seconds)
 
     def leader_lease(self, name: str, held: bool) -> None:
         """``leader_election_master_status{name}``: 1 while Lease ``name`` is held, else 0."""
