@@ -14,7 +14,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,8 @@ from emulator.helpers import Http
 
 from hpactl.emulator import Emulator
 from hpactl.model import crd
+
+from .support import kubectl
 
 Obj = dict[str, Any]
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -133,13 +137,18 @@ def _detail(message: str) -> str:
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[Http]:
+async def emulator() -> AsyncIterator[Emulator]:
     async with Emulator() as emu:
-        h = Http(emu)
-        code, body = await h.post(CRDS, crd.crd_manifest())
-        assert code == 201, body
-        yield h
-        await h.close()
+        yield emu
+
+
+@pytest.fixture
+async def http(emulator: Emulator) -> AsyncIterator[Http]:
+    h = Http(emulator)
+    code, body = await h.post(CRDS, crd.crd_manifest())
+    assert code == 201, body
+    yield h
+    await h.close()
 
 
 async def _causes(http: Http, path: str, api_version: str, spec: Obj) -> set[tuple[str, str, str]]:
@@ -295,3 +304,39 @@ async def test_hpactl_convert_output_is_accepted_and_converts_back(http: Http) -
     annotations = back["metadata"]["annotations"]
     assert annotations["hpactl.dev/selection-strategy"] == "OwnerReference"
     assert json.loads(annotations["hpactl.dev/metric-sources"]) == {"queue": "keda.sh"}
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
+async def test_kubectl_get_shows_the_printer_columns(
+    http: Http, emulator: Emulator, tmp_path: Path
+) -> None:
+    obj = {
+        "apiVersion": crd.API_VERSION,
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"scaleTargetRef": REF, "minReplicas": 2, "maxReplicas": 8, "metrics": [CPU]},
+    }
+    code, created = await http.post(CRS, obj)
+    assert code == 201, created
+    created["status"] = {
+        "currentReplicas": 3,
+        "desiredReplicas": 3,
+        "currentMetrics": [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "current": {"averageUtilization": 42, "averageValue": "42m"},
+                },
+            }
+        ],
+    }
+    code, body = await http.put(f"{CRS}/web/status", created)
+    assert code == 200, body
+    kubeconfig = emulator.write_kubeconfig(tmp_path / "kubeconfig")
+    for resource in ("hhpa", "hpactl", f"{crd.PLURAL}.{crd.GROUP}"):
+        code, out, err = await kubectl(kubeconfig, "get", resource, "-n", "default")
+        assert code == 0, err
+        header, row = (line.split() for line in out.strip().splitlines())
+        assert header == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]
+        assert row[:6] == ["web", "web", "42", "2", "8", "3"]
