@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from support.proxy import RecordingProxy
 
 from hpactl.core.history_codec import decode_histories
@@ -35,6 +36,9 @@ from .builders import hpa, pod, pod_metrics, workload
 from .test_run_process import Proc, _args, _fast_lease, _now, _replicas, spawn, wait_until
 
 __all__ = ["spawn"]  # the fixture, shared with test_run_process
+
+# Up to seven processes side by side: about 45 s on an idle host, more on a busy one.
+pytestmark = pytest.mark.timeout(180)
 
 PERIOD = 1.0  # --horizontal-pod-autoscaler-sync-period
 WINDOW = 15.0  # the scale-down stabilization window
@@ -261,17 +265,19 @@ async def test_scale_up_rate_limit_survives_a_leader_kill_only_with_the_gate(
             names = workload(emu, "web", 1, _now())
             for i in (1, 2, 3):
                 names.append(emu.store.create(pod("web", i, _now()))["metadata"]["name"])
-            emu.store.create(_rate_limited_hpa())
             run = Run(name, emu, names)
             run.load("200m")  # 400% of the target: 4 wanted, 1 pod per 20 s allowed
             runs.append(run)
         _, b, c = runs
         gate = {"a": [GATE_ON], "b": [GATE_ON], "c": []}
+        firsts = [await _start(spawn, r, stack, [*flags, *gate[r.name]]) for r in runs]
+        await asyncio.gather(*(_leads(p) for p in firsts))
+        standbys = [await _start(spawn, r, stack, [*flags, *gate[r.name]]) for r in (b, c)]
+        await asyncio.gather(*(_ready_standby(p) for p in standbys))
+        # Every process up before the HPAs exist: the first pod is added in every run
+        # within a period of this moment, however slow the host was to start them.
         for r in runs:
-            first = await _start(spawn, r, stack, [*flags, *gate[r.name]])
-            await _leads(first)
-        for r in (b, c):
-            await _ready_standby(await _start(spawn, r, stack, [*flags, *gate[r.name]]))
+            r.emu.store.create(_rate_limited_hpa())
         await _sample_until(runs, lambda: all(_replicas(r.emu) == 2 for r in runs), 30)
         assert all(_replicas(r.emu) == 2 for r in runs), [r.samples[-1] for r in runs]
         await _sample_until(runs, lambda: False, 5.0)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from support.proxy import RecordingProxy, Seen
 
 from hpactl.core.history_codec import decode_histories
@@ -27,6 +28,8 @@ from .builders import hpa, pod_metrics, workload
 from .test_run_process import Proc, _args, _fast_lease, _now, spawn, wait_until
 
 __all__ = ["spawn"]  # the fixture, shared with test_run_process
+
+pytestmark = pytest.mark.timeout(180)  # 20-40 s each on an idle host
 
 SHARDS = 4
 LEASE, RETRY, PERIOD = 3.0, 0.25, 1.0
