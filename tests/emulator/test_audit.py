@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -285,3 +288,36 @@ async def test_history_configmaps_count_for_their_shard(emu: Emulator) -> None:
     result = _check(await _audit(emu))
     assert [(v.shard, v.writer, v.holder) for v in result.violations] == [(1, "a", "b")]
     assert result.checked == 2
+
+
+async def test_standalone_emulator_with_audit_serves_the_log() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "hpactl",
+        "emulator",
+        "--audit",
+        "10",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        first = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        url = first.split()[3]
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{url}/api/v1/namespaces", json=ns) as r:
+                assert r.status == 201
+            async with http.get(f"{url}/emulator/audit") as r:
+                body = await r.json()
+        assert body["size"] == 10
+        assert [(i["method"], i["path"], i["status"]) for i in body["items"]] == [
+            ("POST", "/api/v1/namespaces", 201)
+        ]
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 15) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
