@@ -261,7 +261,11 @@ def _json_type(v: Any) -> str:
     return "object"
 
 
-_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+# strfmt.ParseDateTime's layouts: RFC 3339 with optional fraction, the zone optional
+# (ISO 8601 local time) or written without a colon.
+_DATE_TIME = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})?$"
+)
 _FORMATS: dict[str, re.Pattern[str]] = {
     "date-time": _DATE_TIME,
     "datetime": _DATE_TIME,
@@ -331,6 +335,10 @@ def _validate(v: Any, s: Schema, path: str, out: list[Cause], root: bool = False
         extra = _additional(s)
         for key, child in v.items():
             if root and key == "metadata":
+                # The schema may constrain only metadata.name and generateName.
+                if key in props and isinstance(child, dict):
+                    named = {k: child[k] for k in ("name", "generateName") if k in child}
+                    _validate(named, props[key], "metadata", out)
                 continue
             if key in props:
                 _validate(child, props[key], _join(path, key), out)
@@ -759,12 +767,24 @@ def validate(obj: Obj, s: Schema, old: Obj | None = None) -> list[Cause]:
         _list_types(old, s, "", old_list_errors)
     if not old_list_errors:  # duplicates already stored are ratcheted as a whole
         _list_types(obj, s, "", out)
+    if not _has_rules(s):
+        return out
     if any(reason in _BLOCKING for _, reason, _ in out):
         # hasBlockingErr: CEL rules are not run on an object of the wrong shape.
         out.append(("<nil>", "FieldValueInvalid", f'Invalid value: "null": {_NOT_CHECKED}'))
     else:
         _cel_walk(obj, old, s, "", out, True)
     return out
+
+
+def _has_rules(s: Any) -> bool:
+    """Whether any node has x-kubernetes-validations (the API server has a CEL validator)."""
+    if not isinstance(s, dict):
+        return False
+    if s.get("x-kubernetes-validations"):
+        return True
+    children = list(_props(s).values()) + [c for c in (_additional(s), _items(s)) if c]
+    return any(_has_rules(c) for c in children)
 
 
 _BLOCKING = frozenset(

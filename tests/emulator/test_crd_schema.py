@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from emulator.helpers import Http
-from hpactl.emulator import Emulator
+from hpactl.emulator import Emulator, schema
 
 Obj = dict[str, Any]
 
@@ -693,3 +693,36 @@ async def test_kubectl_apply_shows_the_api_servers_message(
         "body should be less than or equal to 100"
     )
     assert emulator.store.get("tests.hpactl.dev", "gadgets", "default", "g") is None
+
+
+# ---- the schema module on its own ---------------------------------------------------------------
+
+
+def test_formats_metadata_name_and_no_rule_note_without_rules() -> None:
+    s: Obj = {
+        "type": "object",
+        "properties": {
+            "metadata": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "maxLength": 5}},
+            },
+            "status": {
+                "type": "object",
+                "properties": {"t": {"type": "string", "format": "date-time"}},
+            },
+        },
+    }
+    for ok in ("2026-01-01T00:00:00Z", "2026-01-01T00:00:00.5+01:00", "2026-01-01T00:00:00"):
+        assert schema.validate({"metadata": {"name": "a"}, "status": {"t": ok}}, s) == []
+    # labels are not the schema's business; only name and generateName are checked
+    assert schema.validate({"metadata": {"name": "abcdefg", "labels": {"a": "b"}}}, s) == [
+        ("metadata.name", "FieldValueTooLong", "Too long: may not be more than 5 bytes")
+    ]
+    # a type error and no CEL rule anywhere: no "rules were not checked" note
+    assert schema.validate({"status": {"t": "yesterday"}}, s) == [
+        (
+            "status.t",
+            "FieldValueTypeInvalid",
+            'Invalid value: "yesterday": status.t in body must be of type date-time: "yesterday"',
+        )
+    ]
