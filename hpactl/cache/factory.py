@@ -11,12 +11,19 @@ get through (for ``/readyz``).
 informer (name = kind)      API                          store value, indexes
 =========================  ===========================  ============================
 HorizontalPodAutoscaler    autoscaling/v2 (all ns)      `HPA`; namespace, target
+HorizontalPodAutoscaler.   autoscaling.hpactl.dev/      `HPA` (``cr_to_v2``); namespace,
+autoscaling.hpactl.dev     v1alpha1 (all ns)            target
 Pod                        v1 pods (all ns)             `PodView`; namespace, label
 Deployment, ReplicaSet,    apps/v1; v1 for RCs          `WorkloadScale`; namespace
 StatefulSet,
 ReplicationController
 Node                       v1 nodes                     `NodeLabels` (name, labels)
 =========================  ===========================  ============================
+
+The informer of hpactl's own HorizontalPodAutoscalers (``crd_hpas()``) exists only
+with ``--hpa-sources`` naming ``crd``: each object is projected through
+:func:`hpactl.model.crd.cr_to_v2` then the usual ``hpa_from_raw``, so the controller
+reads it as an autoscaling/v2 HPA whose ``api_version`` says where it lives.
 
 The Node informer exists only when asked for (``nodes()``): ``ControllerApp`` creates
 it for the topology skew report, except in shadow mode. It keeps a node's name and
@@ -61,12 +68,13 @@ if TYPE_CHECKING:
     from hpactl.model.pod import PodView
     from hpactl.model.topology import NodeLabels
 
-__all__ = ["HPAS", "NODES", "PODS", "ListerWatcherFactory", "SharedInformers"]
+__all__ = ["CRD_HPAS", "HPAS", "NODES", "PODS", "ListerWatcherFactory", "SharedInformers"]
 
 T = TypeVar("T")
 
 # Informers are named by the kind they cache.
 HPAS = "HorizontalPodAutoscaler"
+CRD_HPAS = "HorizontalPodAutoscaler.autoscaling.hpactl.dev"
 PODS = "Pod"
 NODES = "Node"
 
@@ -80,6 +88,15 @@ def _project_hpa(raw: Mapping[str, Any]) -> HPA:
     from hpactl.model.hpa import hpa_from_raw
 
     return hpa_from_raw(raw)
+
+
+def _project_cr_hpa(raw: Mapping[str, Any]) -> HPA:
+    from dataclasses import replace
+
+    from hpactl.model.crd import API_VERSION, cr_to_v2
+    from hpactl.model.hpa import hpa_from_raw
+
+    return replace(hpa_from_raw(cr_to_v2(raw)), api_version=API_VERSION)
 
 
 def _project_pod(raw: Mapping[str, Any]) -> PodView:
@@ -178,6 +195,18 @@ class SharedInformers:
             HPAS,
             ("autoscaling", "v2", "horizontalpodautoscalers"),
             _project_hpa,
+            {HPA_TARGET_INDEX: hpa_target_index},
+            self._hpa_resync,
+        )
+
+    def crd_hpas(self) -> Informer[HPA]:
+        """hpactl's own HorizontalPodAutoscalers (``--hpa-sources=crd``)."""
+        from hpactl.model.crd import GROUP, PLURAL, VERSION
+
+        return self._informer(
+            CRD_HPAS,
+            (GROUP, VERSION, PLURAL),
+            _project_cr_hpa,
             {HPA_TARGET_INDEX: hpa_target_index},
             self._hpa_resync,
         )

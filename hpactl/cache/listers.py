@@ -122,6 +122,17 @@ class HPALister:
         """Every HPA key, malformed ones included."""
         return sorted(self._informer.store.keys())
 
+    def informer_for(self, _key: str) -> Informer[HPA]:
+        """The informer of ``key`` (one source: always the same; see ``HPASources``)."""
+        return self._informer
+
+    def conflicting(self, _hpa: HPA) -> builtins.list[HPA]:
+        """Built-in HPAs an hpactl HPA conflicts with: none, with one source."""
+        return []
+
+    def crd_targeting(self, _kind: str, _namespace: str, _name: str) -> builtins.list[str]:
+        return []
+
 
 class PodLister:
     """Pods (PodView projections) from the shared pod informer, indexed by namespace."""

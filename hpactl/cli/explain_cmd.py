@@ -1,5 +1,11 @@
 """``hpactl explain NAMESPACE/NAME``: why an HPA did or did not scale, with the numbers.
 
+The HPA is named as ``NAMESPACE/NAME`` (autoscaling/v2), or kubectl's way with
+``-n NAMESPACE`` and ``[TYPE/]NAME``, where TYPE ``hhpa`` (or
+``horizontalpodautoscalers.autoscaling.hpactl.dev``) names hpactl's own
+HorizontalPodAutoscaler (``--hpa-sources=crd``) and ``hpa`` the built-in one; the
+controller's key of an hpactl one, ``NAMESPACE/hhpa:NAME``, is accepted too.
+
 Two sources, tried in order:
 
 1. a running hpactl's decision records (``GET {server}/debug/hpa/{namespace}/{name}``,
@@ -50,16 +56,50 @@ def _error(message: str, code: int) -> int:
     return code
 
 
-def parse_target(text: str) -> tuple[str, str]:
-    """``ns/name`` → (ns, name); ValueError with a one-line message otherwise."""
-    ns, sep, name = text.partition("/")
-    if not sep or not ns or not name:
-        raise ValueError(f'expected NAMESPACE/NAME, got "{text}"')
+# kubectl's names of the two resources (resource, singular, short name, qualified).
+_BUILTIN_TYPES = frozenset(
+    {
+        "hpa",
+        "horizontalpodautoscaler",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler.autoscaling",
+        "horizontalpodautoscalers.autoscaling",
+    }
+)
+_CRD_TYPES = frozenset(
+    {
+        "hhpa",
+        "horizontalpodautoscaler.autoscaling.hpactl.dev",
+        "horizontalpodautoscalers.autoscaling.hpactl.dev",
+    }
+)
+_KEY_PREFIX = "hhpa:"  # hpactl.model.hpa.CR_KEY_PREFIX (the cli imports lazily)
+
+
+def parse_target(text: str, namespace: str | None = None) -> tuple[str, str]:
+    """``ns/name`` (or, with ``namespace``, ``[type/]name``) → (ns, name), the name
+    of an hpactl HorizontalPodAutoscaler prefixed ``hhpa:`` (the controller's key);
+    ValueError with a one-line message otherwise."""
+    crd = False
+    if namespace is None:
+        ns, sep, name = text.partition("/")
+        if not sep or not ns or not name:
+            raise ValueError(f'expected NAMESPACE/NAME (or -n NAMESPACE TYPE/NAME), got "{text}"')
+    else:
+        ns = namespace
+        kind, sep, name = text.rpartition("/")
+        if sep:
+            if kind.lower() in _CRD_TYPES:
+                crd = True
+            elif kind.lower() not in _BUILTIN_TYPES:
+                raise ValueError(f'"{kind}" is not a HorizontalPodAutoscaler type (hpa or hhpa)')
+    if name.startswith(_KEY_PREFIX):
+        crd, name = True, name[len(_KEY_PREFIX) :]
     if not _NAMESPACE.match(ns):
         raise ValueError(f'"{ns}" is not a valid namespace name')
     if not _NAME.match(name):
         raise ValueError(f'"{name}" is not a valid HorizontalPodAutoscaler name')
-    return ns, name
+    return ns, (_KEY_PREFIX + name if crd else name)
 
 
 def core_config(gate_values: list[str] | None) -> CoreConfig:
@@ -98,13 +138,15 @@ async def _explain(
             return {**answer.doc, "source": "server", "server": server}, "server"
         if args.server is not None:  # asked for explicitly: say why it was not used
             print(f"{PROG}: {answer.note}; computing a one-off decision", file=sys.stderr)
+    crd = name.startswith(_KEY_PREFIX)
     doc = await explain_once(
         ns,
-        name,
+        name[len(_KEY_PREFIX) :] if crd else name,
         kubeconfig=args.kubeconfig,
         context=args.context,
         config=config,
         timeout=args.timeout,
+        crd=crd,
     )
     return {"hpa": doc["hpa"], "source": "one-off", "records": [doc]}, "one-off"
 
@@ -114,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     from hpactl.controller.explain_text import render_one_off, render_records
 
     try:
-        ns, name = parse_target(args.target)
+        ns, name = parse_target(args.target, args.namespace)
     except ValueError as exc:
         return _error(str(exc), 2)
     try:
@@ -148,7 +190,20 @@ def add_parser(subparsers: Any) -> None:
             "decision computed from the cluster's current state."
         ),
     )
-    parser.add_argument("target", metavar="NAMESPACE/NAME", help="the HorizontalPodAutoscaler")
+    parser.add_argument(
+        "target",
+        metavar="NAMESPACE/NAME",
+        help=(
+            "the HorizontalPodAutoscaler; with -n, [TYPE/]NAME where TYPE hhpa names "
+            "hpactl's own (autoscaling.hpactl.dev) and hpa the built-in one"
+        ),
+    )
+    parser.add_argument(
+        "--namespace",
+        "-n",
+        metavar="NAMESPACE",
+        help="the HPA's namespace; the target is then [TYPE/]NAME (e.g. hhpa/web)",
+    )
     parser.add_argument(
         "--server",
         metavar="URL",

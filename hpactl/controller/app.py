@@ -54,7 +54,8 @@ import structlog
 from opentelemetry import trace
 from yarl import URL
 
-from hpactl.cache.factory import HPAS, PODS, SharedInformers
+from hpactl.cache.factory import CRD_HPAS, HPAS, PODS, SharedInformers
+from hpactl.cache.hpa_sources import HPASources
 from hpactl.cache.projections import WORKLOAD_KINDS
 from hpactl.clock import Clock, RealClock
 from hpactl.config import ControllerConfig
@@ -69,6 +70,7 @@ from hpactl.metrics.client import RestMetricsClient
 from hpactl.metrics.providers import ProviderSessions, RoutedMetricsSource
 from hpactl.metrics.shared import SharedMetricsFetcher
 from hpactl.model import featuregates as fg
+from hpactl.model.hpa import CR_KEY_PREFIX
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.tracing import Tracing, setup_tracing
 
@@ -96,6 +98,41 @@ def core_config(config: ControllerConfig) -> CoreConfig:
         configurable_sync_period=gates.enabled(fg.HPA_CONFIGURABLE_SYNC_PERIOD),
         suspend=gates.enabled(fg.HPA_SUSPEND),
     )
+
+
+def _hpa_sources(cfg: ControllerConfig, informers: SharedInformers) -> HPASources:
+    """The HPAs ``--hpa-sources`` serves. With ``crd``, built-in HPAs are listed and
+    watched even when not served (read-only): they name the conflicting targets.
+    Without ``crd``, no request ever goes to autoscaling.hpactl.dev."""
+    crd = informers.crd_hpas() if "crd" in cfg.hpa_sources else None
+    return HPASources(builtin=informers.hpas(), crd=crd, serve_builtin="builtin" in cfg.hpa_sources)
+
+
+def _add_hpa_handlers(hpas: HPASources, controller: HorizontalController) -> None:
+    """The controller's handlers on each served informer, with the controller's keys
+    (``namespace/hhpa:name`` for hpactl's own HPAs), and the conflict watch."""
+    builtin, crd = hpas.builtin, hpas.crd
+    served = hpas.informers
+    if builtin is not None and builtin in served:
+        builtin.add_handler(controller.on_add, controller.on_update, controller.on_delete)
+    if crd is not None:
+
+        def cr_key(key: str) -> str:
+            ns, _, name = key.partition("/")
+            return f"{ns}/{CR_KEY_PREFIX}{name}"
+
+        crd.add_handler(
+            lambda k, o: controller.on_add(cr_key(k), o),
+            lambda k, old, new: controller.on_update(cr_key(k), old, new),
+            lambda k, o: controller.on_delete(cr_key(k), o),
+        )
+        if builtin is not None:
+            # A built-in HPA coming or going starts or ends a conflict at once.
+            builtin.add_handler(
+                controller.on_builtin_change,
+                controller.on_builtin_change,
+                controller.on_builtin_change,
+            )
 
 
 class ControllerApp:
@@ -194,7 +231,7 @@ class ControllerApp:
         period = cfg.hpa.sync_period.total_seconds()
         informers = SharedInformers(session)  # real clock: informer timing is network time
         self._informers = informers
-        hpas = informers.hpa_lister()
+        hpas = _hpa_sources(cfg, informers)
         pods = informers.pod_lister()
         workloads = informers.workload_lister(tuple(WORKLOAD_KINDS))
         # Node labels, for the topology skew reported after a rescale (shadow mode
@@ -273,7 +310,7 @@ class ControllerApp:
         self._controller = controller
 
         def cache_check(kind: str) -> str | None:
-            for name in (HPAS, PODS, kind):
+            for name in (HPAS, CRD_HPAS, PODS, kind):
                 inf = informers.informer_for_kind(name)
                 ok, why = (True, "") if inf is None else inf.connected(0.0)
                 if not ok and inf is not None and inf.has_synced:
@@ -281,7 +318,7 @@ class ControllerApp:
             return None
 
         controller.cache_check = cache_check
-        hpas.informer.add_handler(controller.on_add, controller.on_update, controller.on_delete)
+        _add_hpa_handlers(hpas, controller)
         informers.start()
         if self._wait and not await self.wait_for_cache_sync(self._sync_timeout):
             raise TimeoutError(f"informer caches did not sync within {self._sync_timeout:g}s")

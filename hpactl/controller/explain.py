@@ -24,7 +24,12 @@
     ``--metrics-providers-config`` file is not read); a metric fallback needs how long
     its metric has been failing, which only the controller knows (``cannotKnow``
     says so). Failures raise
-    :class:`ExplainError` (one line, an exit code).
+    :class:`ExplainError` (one line, an exit code). ``crd=True`` explains hpactl's own
+    HorizontalPodAutoscaler of that name (autoscaling.hpactl.dev, read through
+    ``cr_to_v2``) instead of the autoscaling/v2 one.
+
+For hpactl's own HorizontalPodAutoscalers the controller's key, and the name part of
+the records' URL, is ``hhpa:<name>`` (:func:`hpactl.model.hpa.hpa_key`).
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ from hpactl.kube.scaling import get_scale
 from hpactl.kube.session import KubeSession
 from hpactl.metrics.client import RestMetricsClient
 from hpactl.metrics.providers import MetricsSource, RoutedMetricsSource
-from hpactl.model.hpa import HPA, InvalidHPA, hpa_from_raw
+from hpactl.model import crd as hhpa
+from hpactl.model.hpa import HPA, V2_API_VERSION, InvalidHPA, hpa_from_raw, hpa_key
 from hpactl.model.pod import pod_view_from_raw
 from hpactl.model.selectors import Selector, parse_selector
 from hpactl.model.times import format_time
@@ -274,6 +280,7 @@ async def explain_once(
     master: str | None = None,
     config: CoreConfig | None = None,
     timeout: float = 10.0,
+    crd: bool = False,
 ) -> dict[str, Any]:
     """A one-off, read-only decision for one HPA (see the module docstring)."""
     config = config or CoreConfig()
@@ -292,28 +299,36 @@ async def explain_once(
     except Exception as exc:  # the client library's config errors: one line
         raise ExplainError(f"cannot load the cluster configuration: {exc}") from None
     try:
-        return await _explain_once(session, namespace, name, config, timeout)
+        return await _explain_once(session, namespace, name, config, timeout, crd)
     finally:
         await session.close()
 
 
 async def _explain_once(
-    session: KubeSession, namespace: str, name: str, config: CoreConfig, timeout: float
+    session: KubeSession,
+    namespace: str,
+    name: str,
+    config: CoreConfig,
+    timeout: float,
+    crd: bool = False,
 ) -> dict[str, Any]:
-    key = f"{namespace}/{name}"
-    path = f"/apis/autoscaling/v2/namespaces/{namespace}/horizontalpodautoscalers/{name}"
+    api_version = hhpa.API_VERSION if crd else V2_API_VERSION
+    key = hpa_key(namespace, name, api_version)
+    what = f"{hhpa.KIND}.{hhpa.GROUP}" if crd else "HorizontalPodAutoscaler"
+    path = f"/apis/{api_version}/namespaces/{namespace}/horizontalpodautoscalers/{name}"
     try:
         raw = await get_json(session, path, timeout=timeout)
     except NotFound:
-        raise ExplainError(f"no HorizontalPodAutoscaler {key}") from None
+        raise ExplainError(f"no {what} {namespace}/{name}") from None
     except TransportError as exc:
         raise ExplainError(f"cannot reach the cluster: {exc}") from None
     except KubeError as exc:
-        raise ExplainError(f"cannot read HorizontalPodAutoscaler {key}: {exc}") from None
+        raise ExplainError(f"cannot read {what} {namespace}/{name}: {exc}") from None
     try:
-        hpa = hpa_from_raw(raw)
+        hpa = hpa_from_raw(hhpa.cr_to_v2(raw) if crd else raw)
     except InvalidHPA as exc:
-        raise ExplainError(f"HorizontalPodAutoscaler {key} is invalid: {exc}") from None
+        raise ExplainError(f"{what} {namespace}/{name} is invalid: {exc}") from None
+    hpa = replace(hpa, api_version=api_version)
     mapper = RestMapper(session, monotonic=time.monotonic, timeout=timeout)
     ref = hpa.spec.scale_target_ref
     scale: ScaleView | None = None

@@ -206,6 +206,11 @@ def answer(e: Doc, *, would: bool = False) -> str:
             f"not scaled: the HPA is suspended (autoscaling.kubernetes.io/suspend=true, "
             f"HPASuspend); the target keeps its {cur} replicas until it is resumed"
         )
+    if path == "conflicting-autoscaler":
+        return (
+            f"not scaled (ConflictingAutoscaler): {e.get('error')}; the target keeps its "
+            f"{cur} replicas"
+        )
     if path == "pre-check-max":
         return (
             f"{_movement(e, would=would)}: the target had {cur} replicas, above maxReplicas "

@@ -48,6 +48,13 @@
   only the HPAs of the shards it holds (``start_shard`` / ``stop_shard``, driven by the shard manager), each sync
   fenced by that shard's lease (``fence_for``): no write for a shard once its lease
   cannot be proven ours, even while other shards are still held.
+* Two sources (``--hpa-sources``, :class:`~hpactl.cache.hpa_sources.HPASources`):
+  autoscaling/v2 HPAs and hpactl's own (autoscaling.hpactl.dev), the latter keyed
+  ``namespace/hhpa:name`` (the namespace first: shards, selectors and metrics group by
+  it) and written back to their own status subresource, Events about themselves. An
+  hpactl HPA whose target a built-in HPA also names is not scaled
+  (``ScalingActive=False``, ``ConflictingAutoscaler``; :mod:`hpactl.core.conflict`),
+  and is woken when that built-in HPA comes or goes (``on_builtin_change``).
 * Per-HPA sync periods (gate ``HPAConfigurableSyncPeriod``, KEP-6003, annotation
   ``hpactl.dev/sync-period-seconds``): the supervisor schedules each HPA at
   :meth:`HorizontalController.sync_period_of`, a changed annotation reschedules the
@@ -69,6 +76,7 @@ from typing import Protocol
 import structlog
 from opentelemetry import trace
 
+from hpactl.cache.hpa_sources import HPASources
 from hpactl.cache.listers import HPALister
 from hpactl.cache.store import ProjectionError
 from hpactl.clock import Clock
@@ -77,6 +85,7 @@ from hpactl.controller.records import DecisionRecords
 from hpactl.controller.scheduling import SyncSupervisor
 from hpactl.controller.selector_store import SelectorStore
 from hpactl.controller.shadow import ShadowComparer
+from hpactl.core.conflict import conflict_message
 from hpactl.core.decide import (
     CoreConfig,
     Explanation,
@@ -103,7 +112,9 @@ from hpactl.kube.scaling import StaleScale, update_scale
 from hpactl.kube.session import KubeSession, fenced_by, task_fence
 from hpactl.kube.status import update_hpa_status
 from hpactl.metrics.shared import ASKER_PERIOD
-from hpactl.model.hpa import HPA
+from hpactl.model.crd import API_VERSION as CR_API_VERSION
+from hpactl.model.hpa import HPA, split_key
+from hpactl.model.selectors import Selector
 from hpactl.model.topology import skew_by_key
 from hpactl.obs.metrics import ControllerMetrics
 from hpactl.obs.tracing import SPAN_SCALE_UPDATE, SPAN_STATUS_UPDATE, SPAN_SYNC
@@ -215,7 +226,7 @@ class HorizontalController:
     def __init__(
         self,
         *,
-        hpas: HPALister,
+        hpas: HPALister | HPASources,
         gatherer: Gatherer,
         session: KubeSession,
         recorder: EventRecorder,
@@ -316,6 +327,18 @@ class HorizontalController:
             and old.annotations != new.annotations
         ):
             self.supervisor.reperiod(key)
+
+    def on_builtin_change(self, _key: str, *objs: object) -> None:
+        """A built-in HPA came, changed or went: the hpactl HPAs targeting the same
+        object (before or after) sync now, to stop or resume at once."""
+        for obj in objs:
+            if not isinstance(obj, HPA):
+                continue
+            ref = obj.spec.scale_target_ref
+            for cr_key in self.hpas.crd_targeting(ref.kind, obj.namespace, ref.name):
+                self.selectors.set(cr_key, Selector.nothing())
+                if self.supervisor is not None and self.owns(cr_key):
+                    self.supervisor.wake(cr_key)
 
     def on_delete(self, key: str, _obj: object) -> None:
         if self.supervisor is not None:
@@ -535,9 +558,8 @@ class HorizontalController:
         if self.stale_consistency:
             written = self._written_rv.get(key)
             seen = _int_rv(hpa.resource_version)
-            relisted = self.hpas.informer.reflector.completed_list > self._written_list.get(
-                key, 1 << 62
-            )
+            reflector = self.hpas.informer_for(key).reflector
+            relisted = reflector.completed_list > self._written_list.get(key, 1 << 62)
             if written is not None and seen is not None and seen < written and not relisted:
                 # StaleControllerConsistencyHPA: our last status write is not in the
                 # cache yet; deciding on the old status would undo it.
@@ -597,12 +619,12 @@ class HorizontalController:
         if self._invalid_reported.get(key) != msg:
             self._invalid_reported[key] = msg
             log.warning("hpa.invalid", hpa=key, error=bad.message)
-            ns, name = _split(key)
+            ns, name, is_cr = split_key(key)
             ref = ObjectRef(
                 "HorizontalPodAutoscaler",
                 ns,
                 name,
-                api_version="autoscaling/v2",
+                api_version=CR_API_VERSION if is_cr else "autoscaling/v2",
                 resource_version=bad.resource_version,
             )
             self._emit(ref, (Event(WARNING, "InvalidHPA", msg),))
@@ -642,6 +664,11 @@ class HorizontalController:
         key = hpa.key
         now = self.clock.now()
         history = self.history.get(key, History())
+        # An hpactl HPA whose target a built-in HPA also names: not scaled (hpactl.core.conflict).
+        conflict = conflict_message(hpa, self.hpas.conflicting(hpa))
+        if conflict:
+            # Out of the ambiguity check: the built-in HPA, if served here, scales alone.
+            self.selectors.set(key, Selector.nothing())
         read: ScaleRead = await self.gatherer.scale(hpa)
         history = self._settle_uncertain(hpa, read, history)
         prior = history
@@ -670,6 +697,7 @@ class HorizontalController:
             hpa_selectors=self.selectors.relevant(key, {frozenset(p.labels.items()) for p in pods}),
             scale_error=read.error,
             pod_owners=owners,
+            conflict=conflict,
         )
         # The selector is validated once here; needs_metrics and decide reuse it.
         inputs = with_selector(inputs)
@@ -861,7 +889,8 @@ class HorizontalController:
             parsed = _int_rv(str((stored.get("metadata") or {}).get("resourceVersion") or ""))
             if parsed is not None:
                 self._written_rv[hpa.key] = parsed
-                self._written_list[hpa.key] = self.hpas.informer.reflector.lists_started
+                informer = self.hpas.informer_for(hpa.key)
+                self._written_list[hpa.key] = informer.reflector.lists_started
             return None
 
     def _emit(self, obj: Involved, events: Sequence[Event]) -> None:
@@ -876,7 +905,7 @@ class HorizontalController:
         m = self.metrics
         if m is None:
             return
-        m.desired_replicas.labels(hpa.namespace, hpa.name).set(outcome.desired_replicas)
+        m.desired_replicas.labels(hpa.namespace, hpa.key_name).set(outcome.desired_replicas)
         by_index = {me.index: me for me in outcome.explanation.metrics}
         current_status = hpa.status.current_replicas
         for fm in fetched:
@@ -908,6 +937,8 @@ def _base_attributes(span: trace.Span, hpa: HPA) -> None:
     span.set_attribute("k8s.namespace.name", hpa.namespace)
     span.set_attribute("k8s.hpa.name", hpa.name)
     span.set_attribute("k8s.hpa.uid", hpa.uid)
+    if not hpa.is_builtin:  # an hpactl HorizontalPodAutoscaler (--hpa-sources=crd)
+        span.set_attribute("hpactl.hpa.api_version", hpa.api_version)
     span.set_attribute("k8s.hpa.scaletargetref.kind", ref.kind)
     span.set_attribute("k8s.hpa.scaletargetref.name", ref.name)
     if ref.api_version:

@@ -345,7 +345,7 @@ class ShadowComparer:
 
     def _report(self, hpa: HPA, d: Divergence, span: trace.Span) -> None:
         if self.metrics is not None:
-            self.metrics.shadow_divergences.labels(hpa.namespace, hpa.name, d.field).inc()
+            self.metrics.shadow_divergences.labels(hpa.namespace, hpa.key_name, d.field).inc()
         writer_value = d.writer.values.get(d.field)
         hpactl_values = [h.values.get(d.field) for h in d.hpactl]
         log.warning(

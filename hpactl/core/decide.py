@@ -41,6 +41,7 @@ from hpactl.core.behavior import (
     normalize_desired_replicas,
     normalize_desired_replicas_with_behaviors,
 )
+from hpactl.core.conflict import CONFLICTING_AUTOSCALER
 from hpactl.core.extension_conditions import annotation_problems, apply_problems
 from hpactl.core.history import (
     History,
@@ -216,6 +217,8 @@ class SyncInputs:
       for a new key).
     * ``selector_result``: the selector validation of these very inputs, as
       :func:`with_selector` stores it (None: computed when needed).
+    * ``conflict``: for an hpactl HPA whose target a built-in HPA also names, the
+      message saying so (:mod:`hpactl.core.conflict`): nothing is computed or scaled.
     * ``pod_owners``: with the OwnerReference selection strategy
       (:mod:`hpactl.core.pod_selection`), the controller uids of the target's pods
       (None: every label-selected pod counts).
@@ -233,6 +236,7 @@ class SyncInputs:
     scale_error_stage: Literal["version", "mapping", "get"] = "get"
     selector_result: SelectorResult | None = None
     pod_owners: frozenset[str] | None = None
+    conflict: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,6 +439,7 @@ LimitedBy = Literal[
     "failed-get-scale",
     "scaling-disabled",
     "suspended",
+    "conflicting-autoscaler",
     "pre-check-max",
     "pre-check-min",
     "invalid-selector",
@@ -661,7 +666,7 @@ def _reaches_selector(inputs: SyncInputs) -> ScaleView | None:
     scale = inputs.scale
     if scale is None or not _precheck(inputs.hpa, scale.spec_replicas, inputs.config).needs_metrics:
         return None
-    if parse_suspension(inputs.hpa, inputs.config.suspend).suspended:
+    if parse_suspension(inputs.hpa, inputs.config.suspend).suspended or inputs.conflict:
         return None
     return scale
 
@@ -740,6 +745,8 @@ def decide(inputs: SyncInputs) -> Plan:
         )
         if parse_suspension(hpa, config.suspend).suspended:
             conds = _set(conds, _SUSPENDED, now)
+        if inputs.conflict:
+            conds = _set(conds, _conflict_condition(inputs.conflict), now)
         status = replace(original, conditions=conds)
         expl = Explanation(
             "failed-get-scale", None, None, limited_by=("failed-get-scale",), error=err
@@ -777,6 +784,8 @@ def decide(inputs: SyncInputs) -> Plan:
     if not config.scale_to_zero:
         conds = C.remove_condition(conds, C.SCALED_TO_ZERO)
     current = scale.spec_replicas
+    if inputs.conflict:
+        return _conflict_plan(inputs, conds, current)
     if parse_suspension(hpa, config.suspend).suspended:
         return _suspended_plan(inputs, conds, current)
     history = record_initial_recommendation(history, current, now)
@@ -1089,6 +1098,43 @@ def _suspended_plan(inputs: SyncInputs, conds: tuple[HPACondition, ...], current
         (),
         conds,
         (),
+        inputs.history,
+        expl,
+        _min_replicas(hpa),
+    )
+
+
+def _conflict_condition(message: str) -> Cond:
+    return Cond(C.SCALING_ACTIVE, C.FALSE, CONFLICTING_AUTOSCALER, message)
+
+
+def _conflict_plan(inputs: SyncInputs, conds: tuple[HPACondition, ...], current: int) -> Plan:
+    """A built-in HPA also targets this hpactl HPA's workload: compute nothing, scale
+    nothing, say so (condition and Warning). The status is a suspended HPA's; the
+    history is kept for when the other HPA is gone."""
+    hpa, config, now = inputs.hpa, inputs.config, inputs.now
+    conds = _set(conds, _conflict_condition(inputs.conflict), now)
+    status = _set_status(hpa, config, conds, current, current, (), False, now)
+    expl = Explanation(
+        "conflicting-autoscaler",
+        current,
+        current,
+        limited_by=("conflicting-autoscaler",),
+        limit_reason=CONFLICTING_AUTOSCALER,
+        error=inputs.conflict,
+    )
+    return Plan(
+        hpa,
+        now,
+        config,
+        current,
+        current,
+        False,
+        "",
+        status,
+        (),
+        conds,
+        (Event(WARNING, CONFLICTING_AUTOSCALER, inputs.conflict),),
         inputs.history,
         expl,
         _min_replicas(hpa),

@@ -139,7 +139,8 @@ def object_ref(
             namespace=str(obj.namespace),
             name=str(obj.name),
             uid=str(getattr(obj, "uid", "") or ""),
-            api_version=api_version,
+            # hpactl's own HPAs (the model's api_version) are involved as themselves.
+            api_version=str(getattr(obj, "api_version", "") or api_version),
             resource_version=str(getattr(obj, "resource_version", "") or ""),
         )
     meta = obj.get("metadata") or {}

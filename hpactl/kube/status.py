@@ -9,7 +9,11 @@
     new resourceVersion is what StaleControllerConsistencyHPA waits for). A Conflict is
     raised as ``errors.Conflict``; the controller retries on its next sync, as upstream.
 
-``hpa_status_path(namespace, name) -> str``
+    hpactl's own HorizontalPodAutoscalers (``hpa.api_version``
+    ``autoscaling.hpactl.dev/v1alpha1``) are written the same way, with the same
+    status body, to their own ``/status`` subresource.
+
+``hpa_status_path(namespace, name, api_version="autoscaling/v2") -> str``
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ from hpactl.kube.session import KubeSession
 __all__ = ["HPAIdentity", "hpa_status_path", "update_hpa_status"]
 
 
-def hpa_status_path(namespace: str, name: str) -> str:
+def hpa_status_path(namespace: str, name: str, api_version: str = "autoscaling/v2") -> str:
+    group, _, version = api_version.rpartition("/")
     return resource_path(
-        "autoscaling",
-        "v2",
-        "horizontalpodautoscalers",
+        group,
+        version,
+        "horizontalpodautoscalers",  # the plural of both resources
         namespace=namespace,
         name=name,
         subresource="status",
@@ -59,9 +64,17 @@ async def update_hpa_status(
 ) -> dict[str, Any]:
     raw = _as_raw(hpa)
     meta = raw.get("metadata") or {}
+    if isinstance(hpa, Mapping):
+        api_version = str(hpa.get("apiVersion") or "")
+    else:
+        api_version = str(getattr(hpa, "api_version", "") or "")
+    if not api_version or api_version.startswith("autoscaling/"):
+        api_version = "autoscaling/v2"  # a v1 object read elsewhere is written as v2
     body = dict(raw)
-    body["apiVersion"] = "autoscaling/v2"
+    body["apiVersion"] = api_version
     body["kind"] = "HorizontalPodAutoscaler"
     body["status"] = dict(status)
-    path = hpa_status_path(str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    path = hpa_status_path(
+        str(meta.get("namespace") or ""), str(meta.get("name") or ""), api_version
+    )
     return await put_json(session, path, body, timeout=timeout)

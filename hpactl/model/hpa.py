@@ -25,7 +25,9 @@ from hpactl.model.quantity import Quantity, parse_quantity
 from hpactl.model.times import format_time, parse_time
 
 __all__ = [
+    "CR_KEY_PREFIX",
     "HPA",
+    "V2_API_VERSION",
     "Behavior",
     "ContainerResourceMetricSource",
     "ContainerResourceMetricStatus",
@@ -53,7 +55,9 @@ __all__ = [
     "ScalingRules",
     "condition_to_raw",
     "hpa_from_raw",
+    "hpa_key",
     "metric_status_to_raw",
+    "split_key",
     "status_equal",
     "status_from_raw",
     "status_to_raw",
@@ -77,6 +81,28 @@ PERCENT_POLICY = "Percent"
 SELECT_MAX = "Max"
 SELECT_MIN = "Min"
 SELECT_DISABLED = "Disabled"
+
+
+V2_API_VERSION = "autoscaling/v2"
+#: The name part of an hpactl HorizontalPodAutoscaler's key (autoscaling.hpactl.dev)
+#: starts with this: ``:`` is never part of an object name, so a built-in HPA and an
+#: hpactl one of the same name have different keys, and the namespace stays first
+#: (shards, the selector store and the metrics cache group HPAs by it).
+CR_KEY_PREFIX = "hhpa:"
+
+
+def hpa_key(namespace: str, name: str, api_version: str = V2_API_VERSION) -> str:
+    """The controller's key of an HPA (see :data:`CR_KEY_PREFIX`)."""
+    prefix = "" if api_version == V2_API_VERSION else CR_KEY_PREFIX
+    return f"{namespace}/{prefix}{name}"
+
+
+def split_key(key: str) -> tuple[str, str, bool]:
+    """(namespace, object name, whether it is an hpactl HorizontalPodAutoscaler)."""
+    ns, _, name = key.partition("/")
+    if name.startswith(CR_KEY_PREFIX):
+        return ns, name[len(CR_KEY_PREFIX) :], True
+    return ns, name, False
 
 
 class InvalidHPA(ValueError):
@@ -494,11 +520,23 @@ class HPA:
     # Only the annotations hpactl's opt-in extensions read (see EXTENSION_ANNOTATION_PREFIXES):
     # keeping every annotation would cost memory at 10,000 HPAs for nothing.
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # Where the object lives: autoscaling/v2, or hpactl's own resource
+    # (autoscaling.hpactl.dev/v1alpha1, projected through hpactl.model.crd.cr_to_v2).
+    api_version: str = V2_API_VERSION
 
     @property
     def key(self) -> str:
-        """The work-queue key ``namespace/name``."""
-        return f"{self.namespace}/{self.name}"
+        """The work-queue key: ``namespace/name``, ``namespace/hhpa:name`` for hpactl's own."""
+        return hpa_key(self.namespace, self.name, self.api_version)
+
+    @property
+    def key_name(self) -> str:
+        """The key's name part: the ``hpa_name`` of this HPA's metric series."""
+        return self.key.partition("/")[2]
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.api_version == V2_API_VERSION
 
 
 # --------------------------------------------------------------------------- parsing
