@@ -140,14 +140,14 @@ def test_gates_off_ignore_every_annotation() -> None:
     assert got.status_raw == plain.status_raw
     assert _events(got) == _events(plain)
     # Each gate alone reports only its own annotation.
-    for gate, reason in [
-        ("configurable_sync_period", "InvalidSyncPeriod"),
-        ("suspend", "InvalidSuspend"),
-        ("selection_strategy", "InvalidSelectionStrategy"),
-        ("metric_source", "InvalidMetricSources"),
-        ("metric_fallback", "InvalidMetricFallback"),
+    for config, reason in [
+        (replace(OFF, configurable_sync_period=True), "InvalidSyncPeriod"),
+        (replace(OFF, suspend=True), "InvalidSuspend"),
+        (replace(OFF, selection_strategy=True), "InvalidSelectionStrategy"),
+        (replace(OFF, metric_source=True), "InvalidMetricSources"),
+        (replace(OFF, metric_fallback=True), "InvalidMetricFallback"),
     ]:
-        one = _sync(MALFORMED, replace(OFF, **{gate: True}))
+        one = _sync(MALFORMED, config)
         assert cond_map(one.status_raw)[ANNOTATIONS_VALID][1] == reason
 
 

@@ -64,7 +64,7 @@ def test_strategy_from_the_annotation_only_with_the_gate() -> None:
 
 
 def test_controller_owner_is_projected() -> None:
-    refs = [
+    refs: list[dict[str, object]] = [
         {"kind": "Job", "uid": "job-1"},  # not the controller
         {"kind": "ReplicaSet", "uid": "rs-1", "controller": True},
     ]
@@ -87,7 +87,7 @@ def test_controller_owner_is_projected() -> None:
 
 def test_owner_set_follows_the_target_s_replicasets() -> None:
     rs = [("rs-old", "dep"), ("rs-new", "dep"), ("rs-other", "dep-2"), ("rs-bare", "")]
-    assert owner_uids("dep", rs) == {"dep", "rs-old", "rs-new"}
+    assert owner_uids("dep", rs) == frozenset({"dep", "rs-old", "rs-new"})
     assert owner_uids("", rs) is None  # unknown target: no filtering (the KEP's fallback)
 
 
