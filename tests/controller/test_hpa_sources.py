@@ -13,11 +13,15 @@ AmbiguousSelector; shadow mode, decision records and ``explain`` for an hpactl H
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
+import io
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -25,14 +29,18 @@ import pytest
 from prometheus_client import generate_latest
 
 from hpactl.cache.factory import CRD_HPAS
+from hpactl.cli import main
 from hpactl.cli.explain_cmd import parse_target
 from hpactl.clock import VirtualClock
-from hpactl.config import ClientConnectionConfig, ControllerConfig
+from hpactl.config import ClientConnectionConfig, ControllerConfig, HPAControllerConfig
 from hpactl.controller.app import ControllerApp
 from hpactl.controller.explain import explain_once
 from hpactl.controller.horizontal import SyncRecord
+from hpactl.controller.serving import debug_endpoints
 from hpactl.emulator.emulator import Emulator
 from hpactl.model import crd as hhpa
+from hpactl.obs.metrics import ControllerMetrics
+from hpactl.obs.server import ObservabilityServer, Readiness
 
 from .builders import events, hpa, pod, pod_metrics, workload
 
@@ -406,3 +414,100 @@ async def test_kubectl_get_hhpa_shows_the_printer_columns_after_a_sync() -> None
         assert cells["Reference"] in ("Deployment/web", "web")  # a CRD column is one JSONPath
         assert cells["MinPods"] == 1 and cells["MaxPods"] == 4 and cells["Replicas"] == 2
         assert cells["Targets"] == "200"  # the first currentMetrics utilization, printed
+
+
+async def _explain(*argv: str) -> tuple[int, str, str]:
+    """``hpactl explain ...`` in a thread (it runs its own event loop)."""
+
+    def call() -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["explain", *argv])
+        return code, out.getvalue(), err.getvalue()
+
+    return await asyncio.to_thread(call)
+
+
+async def test_explain_reads_an_hpactl_hpas_records_from_the_debug_endpoint() -> None:
+    async with environment(("crd",)) as env:
+        names = workload(env.emu, "web", 2, T0)
+        env.set_cpu(names, "200m")
+        env.emu.store.create(hpa("web-kcm", "web", max_replicas=10))
+        env.emu.store.create(cr("web", "web", max_replicas=4))
+        await env.step()
+        app = env.app
+        debug = debug_endpoints(replace(app.config, enable_debug_endpoints=True), app)
+        server = ObservabilityServer(
+            ControllerMetrics(),
+            Readiness(lambda: True, lambda: "leader"),
+            "127.0.0.1:0",
+            "0",
+            debug=debug,
+        )
+        await server.start()
+        try:
+            url = f"http://127.0.0.1:{server.ports['metrics']}"
+            code, out, err = await _explain(
+                "-n", "default", "hhpa/web", "--server", url, "-o", "json"
+            )
+            assert code == 0, err
+            doc = json.loads(out)
+            assert doc["hpa"] == "default/hhpa:web" and doc["source"] == "server"
+            (rec,) = doc["records"]
+            assert rec["explanation"]["path"] == "conflicting-autoscaler"
+            assert [e["reason"] for e in rec["writes"]["events"]] == ["ConflictingAutoscaler"]
+            code, out, err = await _explain("default/hhpa:web", "--server", url)
+            assert code == 0, err
+            assert "not scaled (ConflictingAutoscaler)" in out
+            assert "default/web-kcm also targets Deployment/web" in out
+            # The built-in HPA of the other name is not hpactl's: no records for it.
+            code, out, err = await _explain(
+                "default/web-kcm", "--server", url, "--kubeconfig", "/nonexistent"
+            )
+            assert code == 1
+        finally:
+            await server.stop()
+
+
+async def _until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    try:
+        async with asyncio.timeout(timeout):
+            while not check():
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not seen within {timeout:g} s") from None
+
+
+async def test_scheduled_hpactl_hpa_resumes_when_the_builtin_one_goes_not_a_period_later() -> None:
+    """The leader's schedule, one sync per hour: only the wake-up a built-in HPA's
+    deletion gives can rescale within the test."""
+    async with Emulator(bookmark_interval=0.05) as emu:
+        emu.store.create(hhpa.crd_manifest())
+        config = ControllerConfig(
+            client=ClientConnectionConfig(master=emu.url),
+            hpa=HPAControllerConfig(sync_period=timedelta(hours=1)),
+            hpa_sources=("crd",),
+        )
+        async with ControllerApp(config, env={}) as app:
+            now = app.clock.now()
+            names = workload(emu, "web", 2, now)
+            emu.metrics.set_pod_metrics(pod_metrics(names, "200m", now))
+            emu.store.create(hpa("web-kcm", "web", max_replicas=10))
+            await app.wait_for_rv(emu.store.current_resource_version(), timeout=10)
+            app.controller.start_scheduling()
+            emu.store.create(cr("web", "web", max_replicas=4))
+
+            def reason() -> str:
+                obj = emu.store.get(GROUP, "horizontalpodautoscalers", "default", "web") or {}
+                return str(_conditions(obj).get("ScalingActive", {}).get("reason"))
+
+            await _until(lambda: reason() == "ConflictingAutoscaler", "the conflict")
+            emu.metrics.set_pod_metrics(pod_metrics(names, "200m", app.clock.now()))
+            emu.store.delete("autoscaling", "horizontalpodautoscalers", "default", "web-kcm")
+
+            def replicas() -> int:
+                obj = emu.store.get("apps", "deployments", "default", "web") or {}
+                return int(obj["spec"]["replicas"])
+
+            await _until(lambda: replicas() == 4, "the rescale")
+            assert reason() == "ValidMetricFound"
