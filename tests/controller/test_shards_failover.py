@@ -310,6 +310,27 @@ def _last_high(emu: Emulator, lock: str, ns: str) -> float:
     return max(r.timestamp.timestamp() for r in recs if r.recommendation > 1)
 
 
+async def _downs(c: Cluster) -> dict[str, float]:
+    """When (monotonic) each namespace's target first showed 1 replica."""
+    down: dict[str, float] = {}
+    deadline = time.monotonic() + 2 * WINDOW
+    while len(down) < len(NAMESPACES) and time.monotonic() < deadline:
+        now = time.monotonic()
+        for ns in NAMESPACES:
+            if ns not in down and c.replicas(ns) == 1:
+                down[ns] = now
+        await asyncio.sleep(0.05)
+    assert len(down) == len(NAMESPACES), down
+    return down
+
+
+def _late(down: dict[str, float], last_high: dict[str, float]) -> dict[str, float]:
+    """Per namespace, how long after its last high recommendation left the window it
+    scaled down (the clock offset turns monotonic samples into the entries' wall time)."""
+    offset = time.time() - time.monotonic()
+    return {ns: round(down[ns] + offset - (last_high[ns] + WINDOW), 2) for ns in NAMESPACES}
+
+
 async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_owner(
     spawn: Callable[..., Any],
 ) -> None:
@@ -343,15 +364,7 @@ async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_
         a.proc.proc.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         last_high = {ns: _last_high(emu, lock, ns) for ns in NAMESPACES}
-        down: dict[str, float] = {}
-        deadline = time.monotonic() + 2 * WINDOW
-        while len(down) < len(NAMESPACES) and time.monotonic() < deadline:
-            now = time.monotonic()
-            for ns in NAMESPACES:
-                if ns not in down and c.replicas(ns) == 1:
-                    down[ns] = now
-            await asyncio.sleep(0.05)
-        assert len(down) == len(NAMESPACES), down
+        down = await _downs(c)
         lost = {shard_of(ns, SHARDS) for ns in mine_a}
         took = [
             e
@@ -360,8 +373,7 @@ async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_
         ]
         assert sorted(e["shard"] for e in took) == sorted(lost)  # once each, after the kill
         assert all(e["histories"] == 2 for e in took), took
-        offset = time.time() - time.monotonic()
-        late = {ns: round(down[ns] + offset - (last_high[ns] + WINDOW), 2) for ns in NAMESPACES}
+        late = _late(down, last_high)
         print(
             f"\n[shards kill in window] killed {killed - dropped:.2f}s after the drop; "
             f"scale-down after the last high entry left the window (A's: "
@@ -377,4 +389,63 @@ async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_
         )
         assert all(down[ns] >= taken + 2 * PERIOD for ns in mine_a), "down at the takeover"
         assert b.held() == set(range(SHARDS))
+        assert await b.proc.stop() == 0
+
+
+async def test_shards_handed_off_to_a_joining_replica_keep_their_scale_down_window(
+    spawn: Callable[..., Any],
+) -> None:
+    """Gate on, A alone holds the 4 shards, every namespace at 4, the load drops (15 s
+    window); B joins 6 s in. A hands two shards off (syncs drained, history flushed,
+    lease released); B loads their history and scales them down when A would have:
+    within a period of the last high recommendation leaving the window, not at the
+    hand-off."""
+    lock = "hpactl-shjoin"
+    flags = [
+        *_fast_lease(lock),
+        f"--shards={SHARDS}",
+        GATE_ON,
+        f"--horizontal-pod-autoscaler-downscale-stabilization={WINDOW:g}s",
+    ]
+    async with Emulator() as emu, contextlib.AsyncExitStack() as stack:
+        c = Cluster(emu, lock)
+        c.load("200m")
+        a = await _replica(spawn, stack, emu, flags)
+        await wait_until(lambda: c.settled([a]), 30, a.proc, "A holds all")
+        await wait_until(lambda: c.all_at(4), 15, a.proc, "every namespace at 4")
+        await asyncio.sleep(2 * PERIOD)
+
+        c.load("10m")
+        dropped = time.monotonic()
+        await asyncio.sleep(6.0)
+        assert c.all_at(4), "scaled down inside the window"
+        last_high = {ns: _last_high(emu, lock, ns) for ns in NAMESPACES}
+        joining = time.monotonic()
+        b = await _replica(spawn, stack, emu, flags)
+        down = await _downs(c)
+        assert c.settled([a, b])
+        moved = {s for s in range(SHARDS) if s in b.held()}
+        assert len(moved) == 2
+        took = [e for e in b.proc.logs if e.get("event") == "hpactl.shard_acquired"]
+        assert sorted(e["shard"] for e in took) == sorted(moved)
+        assert all(e["histories"] == 2 for e in took), took
+        released = [e["shard"] for e in a.proc.logs if e.get("event") == "hpactl.shard_released"]
+        assert sorted(released) == sorted(moved)
+        late = _late(down, last_high)
+        mine_b = [ns for ns in NAMESPACES if shard_of(ns, SHARDS) in moved]
+        print(
+            f"\n[shards join in window] B started {joining - dropped:.2f}s after the drop; "
+            f"scale-down after the last high entry left the window (moved to B: "
+            f"{[late[ns] for ns in mine_b]}, kept by A: "
+            f"{[late[ns] for ns in NAMESPACES if ns not in mine_b]})"
+        )
+        for ns, t in late.items():
+            assert -0.1 <= t <= PERIOD + 0.7, (ns, late)
+        taken = min(
+            w.at
+            for w in b.proxy.writes(leases=True)
+            if w.status < 300 and any(w.path.endswith(f"/{lock}-shard-{s}") for s in moved)
+        )
+        assert all(down[ns] >= taken + 2 * PERIOD for ns in mine_b), "down at the hand-off"
+        assert await a.proc.stop() == 0
         assert await b.proc.stop() == 0
