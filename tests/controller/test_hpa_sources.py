@@ -32,7 +32,13 @@ from hpactl.cache.factory import CRD_HPAS
 from hpactl.cli import main
 from hpactl.cli.explain_cmd import parse_target
 from hpactl.clock import VirtualClock
-from hpactl.config import ClientConnectionConfig, ControllerConfig, HPAControllerConfig
+from hpactl.config import (
+    ClientConnectionConfig,
+    ConfigError,
+    ControllerConfig,
+    HPAControllerConfig,
+    build_config,
+)
 from hpactl.controller.app import ControllerApp
 from hpactl.controller.explain import explain_once
 from hpactl.controller.horizontal import SyncRecord
@@ -511,3 +517,21 @@ async def test_scheduled_hpactl_hpa_resumes_when_the_builtin_one_goes_not_a_peri
 
             await _until(lambda: replicas() == 4, "the rescale")
             assert reason() == "ValidMetricFound"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("builtin", ("builtin",)), ("crd", ("crd",)), ("builtin,crd", ("builtin", "crd"))],
+)
+def test_hpa_sources_flag(value: str, expected: tuple[str, ...]) -> None:
+    assert build_config({"hpa_sources": value}).hpa_sources == expected
+    assert build_config({}).hpa_sources == ("builtin",)
+
+
+@pytest.mark.parametrize("value", ["crds", "", "builtin,v2", "CRD"])
+def test_hpa_sources_flag_refuses_anything_else_in_one_line(value: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        build_config({"hpa_sources": value})
+    text = str(err.value)
+    assert "\n" not in text
+    assert text.startswith("--hpa-sources: ") and text.endswith("list of builtin and crd")
