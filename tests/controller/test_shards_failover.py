@@ -242,7 +242,8 @@ async def test_shards_rebalance_as_replicas_join_and_leave_and_every_hpa_stays_s
     SIGKILLed (its shards are taken once its leases expire). After each change every
     shard is held by the live replica ``assign_shards`` names, by lease and by every
     replica's own account, within ``SETTLE``; then a load change rescales every
-    namespace, each by its shard's holder only."""
+    namespace, each by its shard's holder only. The history gate is off: no replica
+    ever sends a request about ConfigMaps."""
     lock = "hpactl-join"
     flags = [
         *_fast_lease(lock),
@@ -293,6 +294,10 @@ async def test_shards_rebalance_as_replicas_join_and_leave_and_every_hpa_stays_s
         # Nobody lost a shard without grace on the way: joins and SIGTERM hand off.
         for r in all_replicas:
             assert r.proc.logged("hpactl.shard_lost") is None, r.identity
+        # HPAHistoryPersistence is off here: no replica ever asked about a ConfigMap.
+        for r in all_replicas:
+            assert not [w for w in r.proxy.seen if "configmaps" in w.path], r.identity
+            assert r.proc.logged("hpactl.sharding_without_history") is not None
         assert await live[0].proc.stop() == 0
 
 
