@@ -112,6 +112,7 @@ DEFAULT_CASES: list[tuple[str, str | None]] = [
     ("--enable-debug-endpoints", "false"),
     ("--shadow", "false"),
     ("--shards", "1"),
+    ("--hpa-sources", "[builtin]"),
     ("--metrics-providers-config", None),
     ("--logging-format", '"json"'),
     ("-v", "0"),
@@ -137,6 +138,7 @@ def test_every_setting_is_covered_by_the_default_table() -> None:
 FLAG_CASES: list[tuple[list[str], str, Any]] = [
     (["--shadow"], "shadow", True),
     (["--shards=3"], "shards", 3),
+    (["--hpa-sources=crd,builtin"], "hpa_sources", ("crd", "builtin")),
     # An empty value is no file (the file itself: tests/controller/test_metric_providers.py).
     (["--metrics-providers-config="], "metrics_providers_config", ""),
     (["--horizontal-pod-autoscaler-sync-period=30s"], "hpa.sync_period", timedelta(seconds=30)),
