@@ -625,7 +625,9 @@ async def test_hpactl_fails_visibly_without_any_single_permission(
             code, text = await _verbose_readyz(proc)
             assert f"holding none of {SHARDS}" in text, text
         if "autoscales" in surfaces:
-            assert await poll(lambda: not _unmet(emu), 30), f"unmet: {_unmet(emu)}\n{proc.output()}"
+            assert await poll(lambda: not _unmet(emu), 30), (
+                f"unmet: {_unmet(emu)}\n{proc.output(400)}"
+            )
             holders = _holders(emu)
             assert len(set(holders.values())) == 1 and len(holders) == SHARDS, holders
         if "unread" in surfaces:
