@@ -50,7 +50,7 @@ KCM_LEADER_ELECTION_RESOURCE_NAME = "kube-controller-manager"
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 
-LogFormat = Literal["json", "console"]
+LogFormat = Literal["text", "json"]
 
 
 #: The values of --hpa-sources: autoscaling/v2 HPAs, and hpactl's own resource.
@@ -167,8 +167,10 @@ class ControllerConfig:
     # Decision records kept per HPA (0: none) and the debug endpoint serving them.
     decision_records: int = 5
     enable_debug_endpoints: bool = False
-    log_format: LogFormat = "json"
+    log_format: LogFormat = "text"
     verbosity: int = 0
+    # --vmodule: (logger-name pattern, V level) pairs, first match wins over -v.
+    vmodule: tuple[tuple[str, int], ...] = ()
     otel: OtelSettings = field(default_factory=OtelSettings)
     config_file: str | None = None
     # Deprecation and environment notices for the operator (printed before start).
@@ -588,15 +590,25 @@ SETTINGS: tuple[Setting, ...] = (
         ("--logging-format",),
         "string",
         SECTION_LOGS,
-        'Sets the log format. Permitted formats: "json", "console" ("text" is accepted as '
-        "an alias of console).",
+        'Sets the log format. Permitted formats: "json", "text" ("console" is accepted as '
+        "an alias of text).",
     ),
     Setting(
         "verbosity",
         ("-v", "--v"),
         "level",
         SECTION_LOGS,
-        "number for the log level verbosity",
+        "number for the log level verbosity (hpactl: 0 lifecycle, rescales, warnings and "
+        "errors; 2 relists; 4 every HPA sync; 5 libraries' debug records)",
+    ),
+    Setting(
+        "vmodule",
+        ("--vmodule",),
+        "string",
+        SECTION_LOGS,
+        "comma-separated list of pattern=N settings for logger-filtered logging: a pattern "
+        "is a glob or dotted prefix of hpactl's logger names (hpactl.controller, "
+        "hpactl.cache, hpactl.kube.leader, ...).",
     ),
     # --- Misc flags
     Setting(
@@ -723,7 +735,7 @@ def format_default(setting: Setting) -> str | None:
     if setting.kind == "strings":
         # pflag's stringSlice shows its default in brackets.
         return f"[{','.join(value)}]" if value else None
-    if value is None or value == "":
+    if value is None or value == "" or value == ():
         return None
     return json.dumps(value)
 
@@ -1108,6 +1120,19 @@ def read_otel_settings(env: Mapping[str, str]) -> tuple[OtelSettings, tuple[str,
     return settings, tuple(warnings)
 
 
+def _parse_vmodule(text: str, name: str) -> tuple[tuple[str, int], ...]:
+    """klog's ``pattern=N,...``; ConfigError naming the bad item."""
+    out: list[tuple[str, int]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        pattern, sep, level = item.partition("=")
+        if not sep or not pattern.strip() or not level.strip().isdigit():
+            raise ConfigError(f'{name}: "{item}": expected pattern=N (N a non-negative integer)')
+        out.append((pattern.strip(), int(level)))
+    return tuple(out)
+
+
 def deprecation_warning(setting: Setting) -> str:
     """pflag's deprecation notice text."""
     return f"Flag {setting.flag} has been deprecated, {setting.deprecated}"
@@ -1167,14 +1192,16 @@ def build_config(
 
     if "log_format" in values:
         fmt = str(values["log_format"]).lower()
-        if fmt == "text":
-            fmt = "console"
-        if fmt not in ("json", "console"):
+        if fmt == "console":
+            fmt = "text"
+        if fmt not in ("json", "text"):
             raise ConfigError(
                 f'{names["log_format"]}: unsupported format "{values["log_format"]}" '
-                "(want json or console)"
+                "(want text or json)"
             )
         values["log_format"] = fmt
+    if "vmodule" in values:
+        values["vmodule"] = _parse_vmodule(str(values["vmodule"]), names["vmodule"])
 
     otel, otel_warnings = read_otel_settings(env)
     values["otel"] = otel

@@ -94,6 +94,15 @@ def render_markdown() -> str:
                 f"| {_cell(_short_help(setting))} |"
             )
         out.append("")
+    out += [
+        f"### {HELP_SECTION}",
+        "",
+        "| Flag | Description |",
+        "|---|---|",
+        "| `-h`, `--help` | help for run |",
+        "| `--version` | Print version information and quit |",
+        "",
+    ]
     deprecated = [s for s in SETTINGS if s.deprecated]
     out += [
         "### Deprecated flags",

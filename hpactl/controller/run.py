@@ -91,7 +91,7 @@ def tune_gc() -> None:
 
 def run_controller(config: ControllerConfig) -> int:
     """Run until SIGTERM/SIGINT; the process exit code (0 after a clean shutdown)."""
-    configure_logging(config.log_format, config.verbosity)
+    configure_logging(config.log_format, config.verbosity, vmodule=config.vmodule)
     try:
         return asyncio.run(_main(config))
     except KeyboardInterrupt:

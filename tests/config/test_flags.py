@@ -72,7 +72,7 @@ def test_no_flags_gives_kube_controller_manager_defaults() -> None:
     assert config.metrics_listen == ("", 8080)
     assert config.health_probe_bind_address == ":8081"
     assert config.health_probe_listen == ("", 8081)
-    assert config.log_format == "json"
+    assert config.log_format == "text" and config.vmodule == ()
     assert config.verbosity == 0
     assert config.feature_gates == FeatureGates.defaults()
     assert config.config_file is None
@@ -114,8 +114,9 @@ DEFAULT_CASES: list[tuple[str, str | None]] = [
     ("--shards", "1"),
     ("--hpa-sources", "[builtin]"),
     ("--metrics-providers-config", None),
-    ("--logging-format", '"json"'),
+    ("--logging-format", '"text"'),
     ("-v", "0"),
+    ("--vmodule", None),
     ("--kubeconfig", None),
     ("--master", None),
     ("--config", None),
@@ -233,9 +234,11 @@ FLAG_CASES: list[tuple[list[str], str, Any]] = [
     (["--decision-records=0"], "decision_records", 0),
     (["--decision-records", "20"], "decision_records", 20),
     (["--enable-debug-endpoints"], "enable_debug_endpoints", True),
-    (["--logging-format=console"], "log_format", "console"),
-    (["--logging-format", "text"], "log_format", "console"),
+    (["--logging-format=console"], "log_format", "text"),
+    (["--logging-format", "text"], "log_format", "text"),
     (["--logging-format=JSON"], "log_format", "json"),
+    (["--vmodule=hpactl.cache=4,hpactl.c*=2"], "vmodule", (("hpactl.cache", 4), ("hpactl.c*", 2))),
+    (["--vmodule", ""], "vmodule", ()),
     (["-v", "4"], "verbosity", 4),
     (["-v=3"], "verbosity", 3),
     (["-v2"], "verbosity", 2),
@@ -515,9 +518,13 @@ def test_go_durations(text: str, expected: timedelta) -> None:
         ),
         (
             ["--logging-format=xml"],
-            '--logging-format: unsupported format "xml" (want json or console)',
+            '--logging-format: unsupported format "xml" (want text or json)',
         ),
         (["-v=-1"], '-v: invalid value "-1": strconv.ParseUint: parsing "-1": invalid syntax'),
+        (
+            ["--vmodule=hpactl.cache"],
+            '--vmodule: "hpactl.cache": expected pattern=N (N a non-negative integer)',
+        ),
         (
             ["--v=high"],
             '-v: invalid value "high": strconv.ParseUint: parsing "high": invalid syntax',

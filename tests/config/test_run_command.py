@@ -114,7 +114,7 @@ def test_help_groups_flags_like_kube_controller_manager_and_shows_defaults() -> 
         '(default "kube-system")',
         '(default ":8080")',
         '(default ":8081")',
-        '(default "json")',
+        '(default "text")',
     ):
         assert default in flat, default
     assert "HPAScaleToZero=true|false (BETA - default=true)" in out

@@ -51,7 +51,7 @@ async def hpactl_run(emu: Emulator, *extra: str) -> AsyncIterator[int]:
                 assert line, "hpactl run exited before serving"
                 with contextlib.suppress(ValueError):
                     entry = json.loads(line)
-                    if entry.get("event") == "hpactl.serving":
+                    if entry.get("msg") == "hpactl.serving":
                         port = int(entry["metrics_port"])
         drain = asyncio.create_task(proc.stderr.read())
         yield port

@@ -211,18 +211,18 @@ async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_th
         for name, t in late.items():
             assert -0.1 <= t <= PERIOD + 0.7, (name, late, rel)
         # (b) as (a): the next leader read the history the killed one persisted.
-        leading_b = next(e for e in b.procs[1].logs if e.get("event") == "hpactl.leading")
+        leading_b = next(e for e in b.procs[1].logs if e.get("msg") == "hpactl.leading")
         assert leading_b["histories"] == 1
         assert abs(down_b - down_a) <= PERIOD + 1.0, rel
         assert down_b >= lead_b + 2 * PERIOD, "(b) scaled down right after the takeover"
         # (c) upstream: the window started over at the takeover.
-        leading_c = next(e for e in c.procs[1].logs if e.get("event") == "hpactl.leading")
+        leading_c = next(e for e in c.procs[1].logs if e.get("msg") == "hpactl.leading")
         assert "histories" not in leading_c
         assert down_c >= lead_c + WINDOW - PERIOD, rel
         assert down_c > down_a + PERIOD, rel
         # (d) as (a), after a graceful hand-off.
         assert await d.procs[0].stop() == 0
-        leading_d = next(e for e in d.procs[1].logs if e.get("event") == "hpactl.leading")
+        leading_d = next(e for e in d.procs[1].logs if e.get("msg") == "hpactl.leading")
         assert leading_d["histories"] == 1
         assert abs(down_d - down_a) <= PERIOD + 1.0, rel
         assert down_d >= lead_d + 2 * PERIOD, "(d) scaled down right after the hand-off"
@@ -407,7 +407,7 @@ async def test_garbage_in_the_persisted_history_is_dropped_with_a_line_each_and_
         for name in ("bad", "long", "other"):
             assert _replicas(emu, name) == 2, name
 
-        dropped = [e["problem"] for e in p.logs if e.get("event") == "hpactl.history_dropped"]
+        dropped = [e["problem"] for e in p.logs if e.get("msg") == "hpactl.history_dropped"]
         print("\n[history garbage] dropped:\n  " + "\n  ".join(dropped))
         assert len(dropped) == 6, dropped
         expect = {
@@ -428,7 +428,7 @@ async def test_garbage_in_the_persisted_history_is_dropped_with_a_line_each_and_
         assert loaded is not None and loaded["hpas"] == 1 and loaded["stale"] == 2, loaded
         leading = p.logged("hpactl.leading")
         assert leading is not None and leading["histories"] == 1
-        synced = {e.get("hpa") for e in p.logs if e.get("event") == "hpa.synced"}
+        synced = {e.get("hpa") for e in p.logs if e.get("msg") == "hpa.synced"}
         assert {f"default/{n}" for n in uids} <= synced
 
         # What is in the cluster now decodes without a problem: every live HPA, its uid,
@@ -571,7 +571,7 @@ async def test_a_leader_paused_past_its_lease_never_overwrites_the_next_leaders_
         assert await b.stop() == 0
 
         def releadings() -> list[dict[str, Any]]:
-            return [e for e in a.logs if e.get("event") == "hpactl.leading"]
+            return [e for e in a.logs if e.get("msg") == "hpactl.leading"]
 
         await wait_until(lambda: len(releadings()) == 2, 15, a, "A leads again")
         assert releadings()[1]["histories"] == 1
@@ -585,7 +585,7 @@ async def test_a_leader_paused_past_its_lease_never_overwrites_the_next_leaders_
         # A's flush loop may wake on resumption before the loss is noticed: the session's
         # fence refuses the write before it is sent (nothing reached the proxy, above).
         for e in a.logs + b.logs:
-            if e.get("event") == "hpactl.history_write_failed":
-                assert "does not hold the leader lease" in e["error"], e
+            if e.get("msg") == "hpactl.history_write_failed":
+                assert "does not hold the leader lease" in e["err"], e
                 assert e in a.logs
         assert await a.stop() == 0

@@ -111,7 +111,7 @@ class Proc:
                     self.logs.append(obj)
 
     def logged(self, event: str) -> dict[str, Any] | None:
-        return next((e for e in self.logs if e.get("event") == event), None)
+        return next((e for e in self.logs if e.get("msg") == event), None)
 
     async def port(self, which: str) -> int:
         await wait_until(lambda: self.logged("hpactl.serving") is not None, 30, self)
@@ -200,6 +200,7 @@ def _args(emu: Emulator, *extra: str) -> list[str]:
         "--metrics-bind-address=127.0.0.1:0",
         "--health-probe-bind-address=127.0.0.1:0",
         "--logging-format=json",
+        "-v=4",  # hpa.synced for every sync, not only those that rescale
         *extra,
     ]
 
@@ -298,7 +299,7 @@ async def test_run_scales_up_and_down_exports_spans_and_metrics(
 
         assert await proc.stop() == 0
         assert proc.logged("hpactl.stopped") is not None
-        synced = [e for e in proc.logs if e.get("event") == "hpa.synced"]
+        synced = [e for e in proc.logs if e.get("msg") == "hpa.synced"]
         assert synced and synced[0]["hpa"] == "default/web"
         assert {"current", "desired", "reason", "limited_by", "trace_id", "span_id"} <= set(
             synced[0]

@@ -300,12 +300,12 @@ async def test_a_shadow_beside_a_writer_with_the_same_rules_never_diverges_and_n
         assert {2, 6} <= observed["web"] and _replicas(emu, "web") == 2, observed
         assert {4, 6, 8, 10} <= observed["burst"], observed
         assert _replicas(emu, "burst") == 2
-        failed = [e for e in shadow.logs if e.get("event") == "hpa.synced" and e.get("error")]
+        failed = [e for e in shadow.logs if e.get("msg") == "hpa.synced" and e.get("err")]
         assert failed, "the shadow saw the metrics API fail"
 
         fams = await shadow.metrics()
         assert _divergences(fams) == {}, [
-            e for e in shadow.logs if e.get("event") == "hpa.shadow_divergence"
+            e for e in shadow.logs if e.get("msg") == "hpa.shadow_divergence"
         ]
         results = _results(fams)
         assert results.get("agree", 0) >= 50, results
@@ -369,7 +369,7 @@ async def test_a_writer_with_a_shorter_downscale_stabilization_diverges_only_whe
         assert _gauge(fams, "hpactl_shadow_hpas_agreeing") == 2
 
         # One log line per divergence, with both decisions and the inputs hpactl used.
-        lines = [e for e in shadow.logs if e.get("event") == "hpa.shadow_divergence"]
+        lines = [e for e in shadow.logs if e.get("msg") == "hpa.shadow_divergence"]
         assert lines and {e["hpa"] for e in lines} == {"default/drop"}
         first = next(e for e in lines if e["field"] == "desiredReplicas")
         # The writer scaled 4 -> 1 where hpactl, from the same inputs, held 4.

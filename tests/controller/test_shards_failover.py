@@ -70,9 +70,9 @@ class Replica:
     def held(self) -> set[int]:
         """The shards this replica says it holds (its last shard_* log line)."""
         for e in reversed(self.proc.logs):
-            if e.get("event") in ("hpactl.shard_acquired", "hpactl.shard_released"):
+            if e.get("msg") in ("hpactl.shard_acquired", "hpactl.shard_released"):
                 return set(e.get("held") or ())
-            if e.get("event") == "hpactl.shard_lost":
+            if e.get("msg") == "hpactl.shard_lost":
                 return set(e.get("held") or ())
         return set()
 
@@ -374,7 +374,7 @@ async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_
         took = [
             e
             for e in b.proc.logs
-            if e.get("event") == "hpactl.shard_acquired" and e["shard"] in lost
+            if e.get("msg") == "hpactl.shard_acquired" and e["shard"] in lost
         ]
         assert sorted(e["shard"] for e in took) == sorted(lost)  # once each, after the kill
         assert all(e["histories"] == 2 for e in took), took
@@ -431,10 +431,10 @@ async def test_shards_handed_off_to_a_joining_replica_keep_their_scale_down_wind
         assert c.settled([a, b])
         moved = {s for s in range(SHARDS) if s in b.held()}
         assert len(moved) == 2
-        took = [e for e in b.proc.logs if e.get("event") == "hpactl.shard_acquired"]
+        took = [e for e in b.proc.logs if e.get("msg") == "hpactl.shard_acquired"]
         assert sorted(e["shard"] for e in took) == sorted(moved)
         assert all(e["histories"] == 2 for e in took), took
-        released = [e["shard"] for e in a.proc.logs if e.get("event") == "hpactl.shard_released"]
+        released = [e["shard"] for e in a.proc.logs if e.get("msg") == "hpactl.shard_released"]
         assert sorted(released) == sorted(moved)
         late = _late(down, last_high)
         mine_b = [ns for ns in NAMESPACES if shard_of(ns, SHARDS) in moved]

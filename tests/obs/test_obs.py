@@ -60,7 +60,7 @@ def test_log_lines_inside_a_span_carry_its_ids() -> None:
     ctx = span.get_span_context()
     assert inside["trace_id"] == format(ctx.trace_id, "032x")
     assert inside["span_id"] == format(ctx.span_id, "016x")
-    assert inside["hpa"] == "default/web" and inside["level"] == "info"
+    assert inside["hpa"] == "default/web" and inside["v"] == 0
     assert "trace_id" not in outside
     assert [s.name for s in exporter.get_finished_spans()] == ["hpa.sync"]
 
@@ -69,9 +69,9 @@ def test_debug_lines_need_verbosity() -> None:
     import structlog
 
     out = io.StringIO()
-    configure_logging("console", 0, stream=out)
+    configure_logging("text", 0, stream=out)
     structlog.get_logger().debug("hidden")
-    configure_logging("console", 2, stream=out)
+    configure_logging("text", 4, stream=out)
     structlog.get_logger().debug("shown")
     assert "hidden" not in out.getvalue() and "shown" in out.getvalue()
 
@@ -155,7 +155,7 @@ def test_stdlib_logging_goes_through_the_same_renderer() -> None:
     logging.getLogger("some.lib").debug("hidden at -v=0")
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(lines) == 1
-    assert lines[0]["event"] == "error retrieving resource lock ns/x"
-    assert lines[0]["level"] == "error"
-    assert lines[0]["logger"] == "hpactl.kube.leader"
+    assert lines[0]["msg"] == "error retrieving resource lock ns/x"
+    assert "err" in lines[0] and "v" not in lines[0]  # an error entry, as zapr writes it
+    assert lines[0]["caller"].startswith("test_obs.py:")
     assert "ts" in lines[0]

@@ -442,7 +442,7 @@ class HpactlProcess:
                     self.records.append(record)
 
     def find(self, event: str) -> Obj | None:
-        return next((r for r in self.records if r.get("event") == event), None)
+        return next((r for r in self.records if r.get("msg") == event), None)
 
     async def wait_for_record(self, event: str, timeout: float) -> Obj:
         ok = await poll(lambda: self.find(event) is not None or self.exited, timeout)
