@@ -126,6 +126,7 @@ class SharedInformers:
         backoff_factory: Callable[[], Backoff] | None = None,
         yield_every: int = 256,
         initial_list_resource_version: str = "0",
+        watch_list: bool = False,
     ) -> None:
         if lister_watcher_factory is None:
             if session is None:
@@ -141,6 +142,7 @@ class SharedInformers:
                     page_size=page_size,
                     read_timeout=watch_read_timeout,
                     min_watch_timeout=min_watch_timeout,
+                    watch_list=watch_list,
                 )
 
             lister_watcher_factory = lw_factory

@@ -7,6 +7,11 @@ server-side timeout of 5-10 minutes (client-go's ``minWatchTimeout`` x [1, 2)), 
 give up on a stream that is silent for ``read_timeout`` seconds.
 `current_resource_version` is the reflector's check, before it resumes a watch, that
 the server's resourceVersions have not gone back (an etcd restore).
+
+`watch_list` is the streaming list (client-go's ``watchList``, KEP 3157):
+``sendInitialEvents=true`` with ``resourceVersionMatch=NotOlderThan`` and bookmarks,
+the objects as ADDED events, one line each, so the list is decoded one object at a
+time and never held as one body. ``watch_list_enabled=False`` keeps the LIST path.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class ResourceListerWatcher:
         min_watch_timeout: int = 300,
         list_timeout: float | None = None,
         rng: random.Random | None = None,
+        watch_list: bool = True,
     ) -> None:
         self._session = session
         self.path = resource_path(group, version, resource, namespace=namespace)
@@ -49,6 +55,7 @@ class ResourceListerWatcher:
         self.min_watch_timeout = min_watch_timeout
         self.list_timeout = list_timeout
         self._rng = rng or random.Random()
+        self.watch_list_enabled = watch_list
 
     async def _get_page(self, query: Mapping[str, str]) -> dict[str, Any]:
         resp = await self._session.send(
@@ -103,4 +110,17 @@ class ResourceListerWatcher:
             allow_bookmarks=True,
             timeout_seconds=timeout,
             read_timeout=self.read_timeout,
+        )
+
+    def watch_list(self, resource_version: str) -> AsyncIterator[dict[str, Any]]:
+        """A watch that first streams the current objects (see the module docstring)."""
+        timeout = int(self.min_watch_timeout * (1.0 + self._rng.random()))
+        return watch_stream(
+            self._session,
+            self.path,
+            resource_version=resource_version,
+            allow_bookmarks=True,
+            timeout_seconds=timeout,
+            read_timeout=self.read_timeout,
+            send_initial_events=True,
         )

@@ -39,6 +39,20 @@ re-projected and redelivered, vanished ones deleted: resourceVersions after a
 restore are reused, so "same resourceVersion" no longer means "unchanged") and resets
 the sink's resourceVersion (`ReflectorSink.on_resource_version_reset`).
 
+Streaming lists (client-go's ``watchList``, KEP 3157). When the lister-watcher has
+``watch_list`` (and ``watch_list_enabled``), every list is a watch with
+``sendInitialEvents=true``, ``resourceVersionMatch=NotOlderThan`` and bookmarks, at
+resourceVersion ``""`` (a consistent snapshot, as client-go's first watch-list): the
+objects arrive as ADDED events, decoded one line at a time, and are reconciled with
+the store exactly as a list is; the BOOKMARK annotated ``k8s.io/initial-events-end``
+carries the list's resourceVersion, and the same stream then goes on as the watch
+(as client-go's). A server without the protocol (the ``WatchList`` gate off: 400
+or 422 on the request, or one that ignores the parameters and sends MODIFIED or
+DELETED before the end bookmark) is remembered, and lists are paged LISTs from
+then on. A resourceVersion that went back is only known at the end bookmark, after
+unchanged objects were skipped by resourceVersion, so it restarts the stream with
+every object re-projected.
+
 Handlers are synchronous and must be cheap (enqueue a key, set a flag). Big lists
 and event bursts yield to the loop every ``yield_every`` objects.
 """
@@ -76,6 +90,11 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+# Consecutive watch-lists that ended before their end bookmark, after which the
+# server is taken not to speak the protocol.
+_INCOMPLETE_WATCH_LISTS = 3
 T_contra = TypeVar("T_contra", contravariant=True)
 
 _log = structlog.get_logger("hpactl.cache")
@@ -177,6 +196,10 @@ class _ShortWatch(KubeError):
     """The server closed a watch at once, delivering nothing."""
 
 
+class _WatchListUnsupported(Exception):
+    """The server does not serve streaming lists: use LIST."""
+
+
 class _Regressed(Exception):
     """The server answered with a resourceVersion lower than the last one delivered."""
 
@@ -259,6 +282,12 @@ class Reflector(Generic[T]):
         # Since when (on `clock`) list/watch have failed without a list or watch event
         # getting through since; None while healthy.
         self.failing_since: float | None = None
+        # True once a watch-list completed, False once the server proved it has none.
+        self.watch_list_supported: bool | None = None
+        self.stream_lists = 0  # lists done as watch-lists
+        self._incomplete_streams = 0
+        # A watch-list's stream after its end bookmark: the next watch reads on from it.
+        self._carry: AsyncIterator[Mapping[str, Any]] | None = None
         self._relist_requested = asyncio.Event()
         self._regression_pending = False
         self._too_large_streak = 0
@@ -287,13 +316,26 @@ class Reflector(Generic[T]):
 
     async def run(self) -> None:
         """List and watch until cancelled."""
+        try:
+            await self._run()
+        finally:
+            await self._drop_carry()
+
+    async def _drop_carry(self) -> None:
+        stream, self._carry = self._carry, None
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()
+
+    async def _run(self) -> None:
         need_list = True
         list_rv = self._initial_list_rv
         resuming = False  # the next watch follows a stream that ended: probe first
         while True:
             try:
                 if need_list:
-                    await self._list(list_rv)
+                    await self._list_or_stream(list_rv)
                     need_list = False
                     resuming = False
                     self._backoff.reset()
@@ -446,6 +488,14 @@ class Reflector(Generic[T]):
                 if n % self._yield_every == 0:
                     await asyncio.sleep(0)
             final_rv = page.resource_version or final_rv
+        self._finish_list(number, started, seen, n, final_rv, regressed)
+
+    def _finish_list(
+        self, number: int, started: float, seen: set[str], n: int, final_rv: str, regressed: bool
+    ) -> None:
+        """Delete what the list did not have, then report the list's resourceVersion."""
+        store = self._store
+        sink = self._sink
         deleted = 0
         for key in sorted(set(store.keys()) - seen):
             old = store.delete(key)
@@ -483,6 +533,109 @@ class Reflector(Generic[T]):
         )
         sink.on_synced()
 
+    # -- streaming list (watch-list) ---------------------------------------------------
+
+    async def _list_or_stream(self, list_rv: str) -> None:
+        await self._drop_carry()
+        open_stream = getattr(self._lw, "watch_list", None)
+        if (
+            open_stream is not None
+            and getattr(self._lw, "watch_list_enabled", True)
+            and self.watch_list_supported is not False
+        ):
+            try:
+                await self._stream_list(open_stream)
+                return
+            except _WatchListUnsupported as exc:
+                self.watch_list_supported = False
+                _log.info("cache.watch_list_unsupported", informer=self.name, reason=str(exc))
+        await self._list(list_rv)
+
+    async def _stream_list(self, open_stream: Any) -> None:
+        self.lists_started += 1
+        number = self.lists_started
+        self._relist_requested.clear()  # this list satisfies every request so far
+        started = time.monotonic()
+        store = self._store
+        sink = self._sink
+        seen: set[str] = set()
+        full = self._regression_pending
+        n = 0
+        count = 0
+        end_rv: str | None = None
+        regressed = False
+        # Always a consistent snapshot (client-go's first watch-list, and its relists).
+        stream = open_stream("")
+        keep = False
+        try:
+            async for event in stream:
+                etype = event.get("type")
+                obj = event.get("object")
+                if not isinstance(obj, Mapping):
+                    raise ValueError(f"watch event without an object: {str(event)[:200]}")
+                if etype == "ERROR":
+                    raise error_from_status(obj)
+                if etype == "BOOKMARK":
+                    meta = obj.get("metadata")
+                    if isinstance(meta, Mapping):
+                        notes = meta.get("annotations")
+                        if isinstance(notes, Mapping) and notes.get(INITIAL_EVENTS_END) == "true":
+                            end_rv = str(meta.get("resourceVersion") or "")
+                            break
+                    continue
+                if etype != "ADDED":
+                    # Changes before the end of the initial events: a plain watch from
+                    # a server that ignored sendInitialEvents.
+                    raise _WatchListUnsupported(f"{etype} event before {INITIAL_EVENTS_END}")
+                count += 1
+                if count % self._yield_every == 0:
+                    await asyncio.sleep(0)
+                try:
+                    ns, name, rv = raw_identity(obj)
+                except ValueError as exc:
+                    _log.warning("cache.unkeyable_object", informer=self.name, error=str(exc))
+                    continue
+                key = object_key(ns, name)
+                seen.add(key)
+                if not full and rv and store.resource_version(key) == rv:
+                    continue  # unchanged since we last saw it: skip the projection
+                key, old, new = store.upsert(obj)
+                if old is None:
+                    sink.on_add(key, new)
+                else:
+                    sink.on_update(key, old, new)
+                n += 1
+            if end_rv is not None:
+                self._incomplete_streams = 0
+                try:
+                    self._check_regression(end_rv, "list")
+                except _Regressed:
+                    if not full:
+                        raise  # objects were skipped by a resourceVersion now reused: again
+                    regressed = True
+                keep = True
+        except ApiError as exc:
+            if count == 0 and exc.code in (400, 422):
+                # The WatchList gate is off (sendInitialEvents is forbidden), or an
+                # older server rejects the parameters.
+                raise _WatchListUnsupported(str(exc)) from exc
+            raise
+        finally:
+            if not keep:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    with contextlib.suppress(Exception):
+                        await aclose()
+        if end_rv is None:
+            self._incomplete_streams += 1
+            if count and self._incomplete_streams >= _INCOMPLETE_WATCH_LISTS:
+                raise _WatchListUnsupported(f"no {INITIAL_EVENTS_END} bookmark")
+            raise _ShortWatch(f"watch-list ended before its {INITIAL_EVENTS_END} bookmark")
+        self._carry = stream
+        self.watch_list_supported = True
+        self.stream_lists += 1
+        self._finish_list(number, started, seen, n, end_rv, regressed)
+
     # -- watch ----------------------------------------------------------------------
 
     async def _watch_or_relist(self) -> bool:
@@ -508,7 +661,8 @@ class Reflector(Generic[T]):
         self.watches += 1
         started = time.monotonic()
         delivered = 0
-        stream = self._lw.watch(self.last_resource_version)
+        stream = self._carry or self._lw.watch(self.last_resource_version)
+        self._carry = None
         try:
             async for event in stream:
                 self._handle_event(event)

@@ -64,6 +64,7 @@ class Emulator:
         git_version: str = "v1.32.0",
         tls: bool = False,
         audit: bool | int = False,
+        watch_list: bool = True,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -105,6 +106,7 @@ class Emulator:
                 bookmark_interval=bookmark_interval,
                 min_request_timeout=min_request_timeout,
                 git_version=git_version,
+                watch_list=watch_list,
             ),
             ServerHooks(
                 faults=self.faults,

@@ -168,6 +168,9 @@ class ServerConfig:
     git_version: str = "v1.32.0"
     # How often an idle watch checks whether its client is still connected.
     disconnect_check: float = 5.0
+    # Streaming lists (sendInitialEvents=true). False answers as a server with the
+    # WatchList feature gate off does: 422 for any watch that asks for them.
+    watch_list: bool = True
 
 
 @dataclass

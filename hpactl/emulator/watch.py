@@ -45,6 +45,21 @@ async def serve_watch(
     bookmarks = parse_bool(q["allowWatchBookmarks"]) if q.get("allowWatchBookmarks") else False
     send_initial_s = q.get("sendInitialEvents", "")
     send_initial = parse_bool(send_initial_s) if send_initial_s else False
+    if send_initial and not server.config.watch_list:
+        # kube-apiserver with the WatchList feature gate off (before 1.32's default).
+        raise errors.invalid(
+            "ListOptions",
+            "meta.k8s.io",
+            "",
+            [
+                (
+                    "sendInitialEvents",
+                    "FieldValueForbidden",
+                    "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
+                    "feature gate is enabled",
+                )
+            ],
+        )
     if send_initial and (q.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks):
         raise errors.invalid(
             "ListOptions",

@@ -218,8 +218,15 @@ async def watch_stream(
     timeout_seconds: int | None = None,
     read_timeout: float = 60.0,
     raise_errors: bool = True,
+    send_initial_events: bool = False,
 ) -> AsyncIterator[dict[str, Any]]:
     q: dict[str, str] = {"watch": "true"}
+    if send_initial_events:
+        # A watch-list (streaming list): the current objects as ADDED events, then a
+        # BOOKMARK annotated ``k8s.io/initial-events-end``. The server requires bookmarks
+        # and ``resourceVersionMatch=NotOlderThan`` with it.
+        q["sendInitialEvents"] = "true"
+        q["resourceVersionMatch"] = "NotOlderThan"
     if resource_version is not None:
         q["resourceVersion"] = resource_version
     if label_selector:

@@ -33,10 +33,20 @@ def bookmark_interval() -> float:
     return 0.05  # barriers here wait on bookmarks of informers that saw no change
 
 
-def make_informers(s: KubeSession, clock: VirtualClock) -> SharedInformers:
+@pytest.fixture(params=[False, True], ids=["list", "watch-list"])
+def watch_list(request: pytest.FixtureRequest) -> bool:
+    """Lists as paged LISTs, or as streaming lists (sendInitialEvents)."""
+    flag: bool = request.param
+    return flag
+
+
+def make_informers(
+    s: KubeSession, clock: VirtualClock, watch_list: bool = False
+) -> SharedInformers:
     return SharedInformers(
         s,
         clock=clock,
+        watch_list=watch_list,
         page_size=2,
         watch_read_timeout=WAIT,
         backoff_factory=lambda: Backoff(initial=1, cap=4, jitter=0),
@@ -69,13 +79,13 @@ def cached_hpas(informers: SharedInformers) -> dict[str, str]:
 
 
 async def test_restore_to_an_older_snapshot_relists_and_resets_the_barrier(
-    emu: Emulator, session: tuple[KubeSession, Requests], clock: VirtualClock
+    emu: Emulator, session: tuple[KubeSession, Requests], clock: VirtualClock, watch_list: bool
 ) -> None:
     s, _ = session
     emu.store.create(hpa_obj("old", "web"))
     emu.store.create(hpa_obj("changed", "web"))
     snap = emu.snapshot()
-    informers = make_informers(s, clock)
+    informers = make_informers(s, clock, watch_list)
     hpas = informers.hpa_lister()
     rec = Recorder()
     hpas.informer.add_handler(*rec.handlers())
@@ -142,13 +152,13 @@ async def test_restore_to_an_older_snapshot_relists_and_resets_the_barrier(
 
 
 async def test_restore_to_empty_empties_every_cache(
-    emu: Emulator, session: tuple[KubeSession, Requests], clock: VirtualClock
+    emu: Emulator, session: tuple[KubeSession, Requests], clock: VirtualClock, watch_list: bool
 ) -> None:
     s, _ = session
     for i in range(3):
         emu.store.create(hpa_obj(f"h{i}", "web"))
         emu.store.create(pod_obj(f"p{i}"))
-    informers = make_informers(s, clock)
+    informers = make_informers(s, clock, watch_list)
     hpas = informers.hpa_lister()
     pods = informers.pod_lister()
     rec = Recorder()
