@@ -82,7 +82,7 @@ from hpactl.cache.store import ProjectionError
 from hpactl.clock import Clock
 from hpactl.controller.gather import FetchedMetric, Gatherer, ScaleRead, SkewRead
 from hpactl.controller.records import DecisionRecords
-from hpactl.controller.scheduling import SyncSupervisor
+from hpactl.controller.scheduling import SyncSupervisor, reacquire_slot, release_slot
 from hpactl.controller.selector_store import SelectorStore
 from hpactl.controller.shadow import ShadowComparer
 from hpactl.core.conflict import conflict_message
@@ -636,6 +636,7 @@ class HorizontalController:
         except _StaleInput:
             # The cache was behind the target: decide again, once, from a live read.
             span.add_event("hpactl.scale.stale_input")
+            await reacquire_slot()  # deciding again: within the concurrent-syncs bound
             return await self._reconcile_once(hpa, span, retried=True)
 
     def _requests(self, hpa: HPA) -> tuple[MetricRequest, ...]:
@@ -729,6 +730,7 @@ class HorizontalController:
             if self.shadow is not None:
                 result = ScaleWriteResult.succeeded()  # decided, never written
             else:
+                release_slot()  # only writes are left: the token wait holds no worker
                 result = await self._write_scale(hpa, read, plan.desired_replicas, retried=retried)
         outcome = finalize(plan, result)
         # The shadow stores no scale event of its own: follow() stores the writer's.
@@ -743,6 +745,7 @@ class HorizontalController:
         events = list(outcome.events)
         written = False
         if outcome.status_changed and self.shadow is None:
+            release_slot()
             err = await self._write_status(hpa, outcome)
             if err is None:
                 written = True

@@ -26,6 +26,15 @@ made each tick allocate several futures and kept the collector busy).
   waiting (a shorter period brings it forward, never before now).
 - A failing sync is logged by the caller's sync function; whatever escapes is caught
   here and the key is retried on its next tick: a worker never dies of it.
+- A sync waiting for a write token does not hold a worker (``release_slot``): before
+  its first write the sync gives its slot back and a fresh worker takes the next key,
+  while the sync goes on in its own task with only its writes left (scale, status,
+  events, in that order). The writes still queue on the client's token bucket, so a
+  burst takes as long as the QPS says, as upstream; but a 1,000-rescale burst no longer
+  keeps the other HPAs from their ticks. The key stays "syncing" until the sync ends,
+  so it is never synced twice at once; the N slots bound the syncs that are deciding
+  (a sync that must decide again after a stale write takes a slot back first,
+  ``reacquire_slot``).
 - A sync that hangs holds one worker until it returns, so it delays no other key
   while a worker is free; N hung syncs would block every key. The controller bounds
   each API and metrics call with a timeout (``call_timeout``), so a sync cannot hang
@@ -49,6 +58,7 @@ import itertools
 import math
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from typing import Protocol
 
 import structlog
@@ -75,6 +85,39 @@ class QueueObserver(Protocol):
 
 
 _IDLE, _WAITING, _QUEUED, _SYNCING = range(4)
+
+
+class _Slot:
+    """The decision slot a sync runs in: held until released for the write phase."""
+
+    __slots__ = ("detached", "held", "sem", "sup")
+
+    def __init__(self, sup: SyncSupervisor, sem: asyncio.Semaphore) -> None:
+        self.sup = sup
+        self.sem = sem
+        self.held = False
+        self.detached = False  # this worker was replaced and ends with its sync
+
+
+_SLOT: ContextVar[_Slot | None] = ContextVar("hpactl_sync_slot", default=None)
+
+
+def release_slot() -> None:
+    """Give the current sync's worker slot back: only writes are left to do.
+
+    A no-op outside a supervised sync (``sync_all``) and when already released.
+    """
+    slot = _SLOT.get()
+    if slot is not None and slot.held:
+        slot.sup._release(slot)
+
+
+async def reacquire_slot() -> None:
+    """Take a slot again before deciding once more (no-op if held or unsupervised)."""
+    slot = _SLOT.get()
+    if slot is not None and not slot.held:
+        await slot.sem.acquire()
+        slot.held = True
 
 
 def spread_offset(key: str, period: float) -> float:
@@ -144,6 +187,9 @@ class SyncSupervisor:
         self._dispatcher: asyncio.Task[None] | None = None
         self._ready: asyncio.Queue[_KeySchedule] = asyncio.Queue()
         self._workers: set[asyncio.Task[None]] = set()
+        # Workers whose sync released its slot: each ends with its sync.
+        self._detached: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(concurrency)
         self._idle = asyncio.Event()
         self._idle.set()
         self.in_flight = 0
@@ -162,6 +208,7 @@ class SyncSupervisor:
         self._heap = []
         self._next_due = float("inf")
         self._ready = asyncio.Queue()
+        self._slots = asyncio.Semaphore(self._concurrency)
         now = self._clock.monotonic()
         for key in sorted(set(initial_keys) | set(self._keys)):
             sched = self._keys.get(key)
@@ -191,7 +238,8 @@ class SyncSupervisor:
                     await self._idle.wait()
             except TimeoutError:
                 pass
-        workers, self._workers = list(self._workers), set()
+        workers = [*self._workers, *self._detached]
+        self._workers, self._detached = set(), set()
         for w in workers:
             w.cancel()
         if workers:
@@ -225,10 +273,7 @@ class SyncSupervisor:
             sched.gen += 1  # its heap entry, if any, is now stale
             if sched.state == _SYNCING and sched.worker is not None:
                 # Cancel the sync in flight; its worker is replaced.
-                self._workers.discard(sched.worker)
-                sched.worker.cancel()
-                if self._running:
-                    self._spawn_worker()
+                self._cancel_sync(sched.worker)
             sched.state = _IDLE
         self._forget(key)
 
@@ -288,10 +333,7 @@ class SyncSupervisor:
                         await asyncio.sleep(0.02)
         for sched in busy:
             if sched.state == _SYNCING and sched.worker is not None:
-                self._workers.discard(sched.worker)
-                sched.worker.cancel()
-                if self._running:
-                    self._spawn_worker()
+                self._cancel_sync(sched.worker)
             sched.state = _IDLE
 
     def queue_state(self) -> tuple[int, float, float]:
@@ -367,9 +409,36 @@ class SyncSupervisor:
         task = asyncio.create_task(self._work(), name="hpa-sync-worker")
         self._workers.add(task)
 
+    def _cancel_sync(self, worker: asyncio.Task[None]) -> None:
+        """Cancel a sync in flight; a worker still taking keys is replaced."""
+        if worker in self._detached:
+            self._detached.discard(worker)  # already replaced when it released its slot
+        else:
+            self._workers.discard(worker)
+            if self._running:
+                self._spawn_worker()
+        worker.cancel()
+
+    def _release(self, slot: _Slot) -> None:
+        slot.held = False
+        slot.sem.release()
+        if slot.detached:
+            return  # released once already (then reacquired): no second replacement
+        me = asyncio.current_task()
+        if me is None or me not in self._workers:
+            return
+        slot.detached = True
+        self._workers.discard(me)
+        self._detached.add(me)
+        if self._running:
+            self._spawn_worker()  # takes the next key while this sync writes
+
     async def _work(self) -> None:
         ready = self._ready
+        slots = self._slots
         me = asyncio.current_task()
+        slot = _Slot(self, slots)
+        _SLOT.set(slot)  # this task's context: the sync below sees it
         while True:
             sched = await ready.get()
             if (
@@ -378,6 +447,15 @@ class SyncSupervisor:
                 or self._keys.get(sched.key) is not sched
             ):
                 continue  # stopped, or removed while queued
+            await slots.acquire()
+            if (
+                not self._running
+                or sched.state != _QUEUED
+                or self._keys.get(sched.key) is not sched
+            ):
+                slots.release()
+                continue  # stopped, or removed while waiting for a slot
+            slot.held = True
             sched.state = _SYNCING
             sched.worker = me
             began = sched.syncing_since = self._clock.monotonic()
@@ -393,6 +471,9 @@ class SyncSupervisor:
             except Exception:  # the sync function logs its own errors; never die here
                 log.exception("sync crashed; retrying next period", hpa=sched.key)
             finally:
+                if slot.held:
+                    slot.held = False
+                    slots.release()
                 self.in_flight -= 1
                 if self.in_flight == 0:
                     self._idle.set()
@@ -401,20 +482,28 @@ class SyncSupervisor:
                 sched.worker = None
                 if sched.state == _SYNCING:
                     sched.state = _IDLE
-            if not self._running or self._keys.get(sched.key) is not sched:
-                continue  # stopped while syncing, or removed: schedule no more
-            # Fixed rate from the tick this sync served; skip ticks a slow sync overran.
-            period = self._key_period(sched.key)
-            tick = max(sched.tick, sched.started) + period
-            now = self._clock.monotonic()
-            if tick < now:  # skip whole periods a slow sync overran
-                tick += math.ceil((now - tick) / period) * period
-            sched.period = period
-            sched.tick = tick
-            if observer is not None:
-                observer.requeued()
-            if sched.woken:
-                sched.woken = False
-                self._push(sched, now)
-            else:
-                self._push(sched, tick)
+            if self._running and self._keys.get(sched.key) is sched:
+                self._next_tick(sched, observer)
+            # else: stopped while syncing, or removed: schedule no more
+            if slot.detached:
+                if me is not None:
+                    self._detached.discard(me)
+                return  # a fresh worker took this one's place
+
+    def _next_tick(self, sched: _KeySchedule, observer: QueueObserver | None) -> None:
+        """Put ``sched`` back in the heap for its next tick after a sync."""
+        # Fixed rate from the tick this sync served; skip ticks a slow sync overran.
+        period = self._key_period(sched.key)
+        tick = max(sched.tick, sched.started) + period
+        now = self._clock.monotonic()
+        if tick < now:  # skip whole periods a slow sync overran
+            tick += math.ceil((now - tick) / period) * period
+        sched.period = period
+        sched.tick = tick
+        if observer is not None:
+            observer.requeued()
+        if sched.woken:
+            sched.woken = False
+            self._push(sched, now)
+        else:
+            self._push(sched, tick)
