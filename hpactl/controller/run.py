@@ -49,7 +49,8 @@ import functools
 import gc
 import os
 import signal
-from collections.abc import Awaitable
+import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -58,6 +59,7 @@ from hpactl.clock import RealClock
 from hpactl.config import ControllerConfig
 from hpactl.controller.app import ControllerApp
 from hpactl.controller.persistence import HeldShard, HistoryKeeper
+from hpactl.controller.preflight import preflight
 from hpactl.controller.serving import debug_endpoints, readiness, secure_serving
 from hpactl.kube.leader import LeaderElector, default_identity
 from hpactl.kube.session import check_server_certificate, default_user_agent
@@ -91,14 +93,37 @@ def tune_gc() -> None:
 
 def run_controller(config: ControllerConfig) -> int:
     """Run until SIGTERM/SIGINT; the process exit code (0 after a clean shutdown)."""
+    problem = preflight(config, os.environ)
+    if problem is not None:  # a kubeconfig or port mistake: one line, nothing started
+        print(f"hpactl run: error: {problem.message}", file=sys.stderr)
+        return problem.exit_code
     configure_logging(config.log_format, config.verbosity, vmodule=config.vmodule)
     try:
         return asyncio.run(_main(config))
     except KeyboardInterrupt:
         return 0
-    except Exception as exc:  # startup failures (no kubeconfig, port in use): one clear line
-        log.error("hpactl.failed", error=f"{type(exc).__name__}: {exc}")
-        return 1
+
+
+def _shards_check(
+    config: ControllerConfig,
+    clock: RealClock,
+    state: dict[str, str],
+    managers: list[ShardManager],
+) -> Callable[[], tuple[bool, str]]:
+    """/readyz's ``shards`` check: the lease set was listed within a lease duration.
+
+    A replica that cannot list the Leases (an RBAC mistake, an outage) can take no
+    shard: it must not look ready next to replicas that do the work.
+    """
+    bound = config.leader_election.lease_duration.total_seconds()
+
+    def check() -> tuple[bool, str]:
+        listed = managers[0].listed_at if managers else None
+        if listed is None or clock.monotonic() - listed > bound:
+            return False, f"the shard Leases were not listed within {bound:g}s ({state['shards']})"
+        return True, state["shards"]
+
+    return check
 
 
 async def _main(config: ControllerConfig) -> int:
@@ -112,6 +137,7 @@ async def _main(config: ControllerConfig) -> int:
     clock = RealClock()
     state = {"leader": "starting", "shards": ""}
     identity = default_identity()
+    managers: list[ShardManager] = []  # the shard manager, once _serve starts it
     server: ObservabilityServer | None = None
     try:
         # A certificate that does not verify is a configuration error, not an outage:
@@ -128,7 +154,7 @@ async def _main(config: ControllerConfig) -> int:
             # The replica's identity in the API server's audit log (and the emulator's).
             user_agent=f"{default_user_agent()} ({identity})",
         ) as app:
-            shards = (lambda: (True, state["shards"])) if config.shards > 1 else None
+            shards = _shards_check(config, clock, state, managers) if config.shards > 1 else None
             server = ObservabilityServer(
                 metrics,
                 readiness(app, lambda: state["leader"], shards=shards),
@@ -143,12 +169,16 @@ async def _main(config: ControllerConfig) -> int:
                 metrics_scheme=server.metrics_scheme,
                 **{f"{k}_port": v for k, v in server.ports.items()},
             )
-            return await _serve(config, app, metrics, clock, state, stop, identity)
+            return await _serve(config, app, metrics, clock, state, stop, identity, managers)
+    except Exception as exc:  # other startup failures: one line, before hpactl.stopped
+        log.error("hpactl.failed", error=f"{type(exc).__name__}: {exc}")
+        return 1
     finally:
         if server is not None:
             await server.stop()
         tracing.shutdown()
-        log.info("hpactl.stopped")
+        if server is not None:  # it started: say it stopped
+            log.info("hpactl.stopped")
 
 
 async def _serve(
@@ -159,6 +189,7 @@ async def _serve(
     state: dict[str, str],
     stop: asyncio.Event,
     identity: str,
+    managers: list[ShardManager],
 ) -> int:
     stopper = asyncio.ensure_future(stop.wait())
     synced = asyncio.ensure_future(app.wait_for_cache_sync(None))
@@ -394,6 +425,7 @@ async def _serve(
         shards_changed()
         for shard in range(config.shards):  # one elector per shard Lease: backup until won
             metrics.leader_lease(shard_lease_name(le.resource_name, shard), False)
+        managers.append(manager)
         manager_task = asyncio.create_task(manager.run(), name="shard-manager")
         if keeper is not None:
             keeper_task = asyncio.create_task(keeper.run(lambda: held), name="history-keeper")
