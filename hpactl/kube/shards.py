@@ -222,6 +222,9 @@ class ShardManager:
         self._assignment: dict[int, str] = {}
         self._unowned_since: dict[int, float] = {}
         self._member_acquired = ""
+        #: Monotonic time of the last successful LIST of the lease set (None: never):
+        #: a replica that cannot list cannot take any shard (its /readyz says so).
+        self.listed_at: float | None = None
         self._other_count = 0  # the shard count of the oldest member, when not ours
 
     # -- state -------------------------------------------------------------------------
@@ -278,6 +281,7 @@ class ShardManager:
             await self._renew_member()
             return
         now = self._clock.monotonic()
+        self.listed_at = now
         self._observe(res.items, now)
         await self._renew_member()
         await self._collect_garbage(now)
