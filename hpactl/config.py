@@ -456,7 +456,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int32",
         SECTION_HPA,
         "Split the HorizontalPodAutoscalers into this many shards by a stable hash of "
-        "namespace/name, each owned through its own Lease (<leader-elect-resource-name>"
+        "their namespace, each owned through its own Lease (<leader-elect-resource-name>"
         "-shard-<i>); every running replica takes a fair share and a dead replica's shards "
         "are taken over within the lease duration (docs/high-availability.md). 1 is "
         "kube-controller-manager's single leader. Needs --leader-elect when greater than 1.",

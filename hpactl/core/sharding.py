@@ -1,6 +1,7 @@
 """Which shard an HPA belongs to, and which replica owns which shard (pure).
 
-``shard_of`` hashes ``namespace/name`` with SHA-256 (first 8 bytes, big-endian) rather
+``shard_of`` hashes its key (the controller passes the HPA's namespace, see
+``HorizontalController.shard_of``) with SHA-256 (first 8 bytes, big-endian) rather
 than Python's ``hash()``, which is salted per process: every replica, of any Python
 version, must put an HPA in the same shard.
 
@@ -27,7 +28,7 @@ def _h64(data: str) -> int:
 
 
 def shard_of(key: str, shards: int) -> int:
-    """The shard (0..shards-1) of ``key`` (an HPA's ``namespace/name``)."""
+    """The shard (0..shards-1) of ``key`` (the controller passes an HPA's namespace)."""
     if shards < 1:
         raise ValueError(f"shards must be at least 1, got {shards}")
     return _h64(key) % shards
