@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import signal
 import sys
 from pathlib import Path
@@ -85,22 +86,78 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+PROG = "hpactl emulator"
+
+
+class _Mistake(Exception):
+    """A user mistake: its one-line message and the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Argument combinations argparse cannot check (exit 2, as argparse's errors)."""
+    if args.service_account_token and not args.auth:
+        raise _Mistake("error: --service-account-token needs --auth", 2)
+    for sa in args.service_account_token:
+        ns, sep, name = sa.partition("/")
+        if not sep or not ns or not name or "/" in name:
+            raise _Mistake(f'error: --service-account-token "{sa}": want NAMESPACE/NAME', 2)
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text()
+    except FileNotFoundError:
+        raise _Mistake(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise _Mistake(f"{path}: is a directory") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Mistake(f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _check_yaml(path: str, text: str) -> None:
+    import yaml
+
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise _Mistake(f"{path}: not valid YAML{where}: {problem}") from None
+    for i, doc in enumerate(docs, 1):
+        if doc is not None and not isinstance(doc, dict):
+            raise _Mistake(f"{path}: document {i} is not an object (a {type(doc).__name__})")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
+        _check_args(args)
         return asyncio.run(_serve(args))
     except KeyboardInterrupt:
         return 0
+    except _Mistake as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return exc.code
     except (OSError, ValueError) as exc:
-        print(f"hpactl emulator: {exc}", file=sys.stderr)
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
 
 
 async def _serve(args: argparse.Namespace) -> int:
     from hpactl.emulator import Emulator
+    from hpactl.emulator.errors import ApiError
 
-    texts = []
+    texts: list[tuple[str, str]] = []
     for f in args.files:
-        texts.append(sys.stdin.read() if f == "-" else Path(f).read_text())
+        text = _read(f)
+        _check_yaml("stdin" if f == "-" else f, text)
+        texts.append(("stdin" if f == "-" else f, text))
     emu = Emulator(
         host=args.host,
         port=args.port,
@@ -113,8 +170,19 @@ async def _serve(args: argparse.Namespace) -> int:
     )
     if args.fault:
         emu.faults.add_specs(args.fault)
-    loaded = emu.load_manifests(texts)
-    await emu.start()
+    loaded = 0
+    for name, text in texts:
+        try:
+            loaded += emu.load_manifests([text])
+        except (ApiError, ValueError, KeyError, TypeError) as exc:  # an invalid object
+            raise _Mistake(f"{name}: {exc}") from None
+    try:
+        await emu.start()
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            where = f"{args.host}:{args.port}"
+            raise _Mistake(f"--host/--port {where}: address already in use") from None
+        raise
     try:
         print(f"hpactl emulator serving {emu.url} ({loaded} objects loaded)", flush=True)
         if args.kubeconfig_out:
