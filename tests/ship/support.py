@@ -45,8 +45,26 @@ def load_docs(path: Path) -> list[Obj]:
     return [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
 
 
+def release_image() -> str:
+    """The image manifests/image/ (a kustomize component) sets for `image: hpactl`."""
+    (image,) = yaml.safe_load((MANIFESTS_ROOT / "image" / "kustomization.yaml").read_text())[
+        "images"
+    ]
+    return f"{image['newName']}:{image['newTag']}"
+
+
+def with_release_image(obj: Obj) -> Obj:
+    """obj as kustomize renders it: containers named `hpactl` run the release image."""
+    if obj.get("kind") == "Deployment":
+        for c in obj["spec"]["template"]["spec"]["containers"]:
+            if c.get("image") == "hpactl":
+                c["image"] = release_image()
+    return obj
+
+
 def manifest_objects() -> list[Obj]:
-    return [obj for path in kustomization_files() for obj in load_docs(path)]
+    """base/'s objects as `kubectl kustomize` renders them (the image component applied)."""
+    return [with_release_image(obj) for path in kustomization_files() for obj in load_docs(path)]
 
 
 def rbac_files() -> list[Path]:
