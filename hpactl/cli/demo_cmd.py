@@ -2,7 +2,8 @@
 
 With no arguments it runs the built-in scenario (30 virtual minutes, a few seconds
 of real time), shows progress on stderr, then prints the timeline and a summary and
-writes a plot (``hpactl-demo.html``). ``--scenario FILE`` runs another scenario;
+writes a plot (``hpactl-demo.html`` in the temporary directory, not in the current
+one: a clone stays clean). ``--scenario FILE`` runs another scenario;
 ``--serve`` keeps the emulator and the controller running afterwards, at real-time
 pace, and prints a kubeconfig for ``kubectl``; Ctrl-C ends it (exit 0).
 """
@@ -12,7 +13,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -31,11 +34,12 @@ if TYPE_CHECKING:  # the simulator loads lazily (the CLI starts fast)
     from hpactl.simulate.scenario import Scenario
 
 PROG = "hpactl demo"
-DEFAULT_PLOT = "hpactl-demo.html"
+DEFAULT_PLOT = os.path.join(tempfile.gettempdir(), "hpactl-demo.html")
 
 
 class Progress:
-    """One stderr line, rewritten in place (at most ~10 times a second)."""
+    """One stderr line, rewritten in place (at most ~10 times a second); drawn only on
+    a terminal, so no ``\r`` reaches a redirected stderr."""
 
     def __init__(
         self, total: int, start: datetime, stream: TextIO, *, enabled: bool = True
@@ -81,7 +85,10 @@ async def _demo(args: argparse.Namespace, scenario: Scenario, until: float | Non
     from hpactl.simulate.runner import Simulation
 
     timeline = [t for t in scenario.timeline() if until is None or t[2] <= until]
-    progress = Progress(len(timeline), scenario.start, sys.stderr, enabled=not args.no_progress)
+    from hpactl.cli.progress import is_terminal
+
+    shown = not args.no_progress and is_terminal(sys.stderr)
+    progress = Progress(len(timeline), scenario.start, sys.stderr, enabled=shown)
     out = sys.stdout
     t0 = time.monotonic()
     async with Simulation(scenario) as sim:
@@ -173,6 +180,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     parser.add_argument(
-        "--verbose", "-v", action="store_true", help="show the controller's info logs on stderr"
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="show the controller's info logs on stderr (a switch here; hpactl run's -v "
+        "takes a level)",
     )
     parser.set_defaults(func=_run)

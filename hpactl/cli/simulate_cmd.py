@@ -321,7 +321,11 @@ def add_parser(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
-        "--verbose", "-v", action="store_true", help="show the controller's info logs on stderr"
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="show the controller's info logs on stderr (a switch here; hpactl run's -v "
+        "takes a level)",
     )
     parser.add_argument(
         "--no-progress",

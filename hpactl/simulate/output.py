@@ -364,7 +364,8 @@ def write_summary(summary: Summary, out: TextIO) -> None:
     for s in summary.hpas:
         out.write(
             f"  {s.key}: peak {s.peak_replicas} replicas (at {format_offset(s.peak_time)}), "
-            f"final {_n(s.final_replicas)}; {s.scale_events} scale events "
+            f"final {_n(s.final_replicas)}; {s.scale_events} "
+            f"scale event{'' if s.scale_events == 1 else 's'} "
             f"({s.scale_ups} up, {s.scale_downs} down); "
             f"above target for {_dur(s.above_target_seconds)}\n"
         )
