@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # hpactl container image.
-#   docker build -t hpactl:0.1.0 .
+#   docker build -t ghcr.io/hpactl/hpactl:0.1.0 .   (the name manifests/image/ sets)
 # Stage 1 fetches every dependency as pinned in requirements/image.lock (one version
 # each, checked against the lock's sha256 hashes, wheels only) and builds hpactl's own
 # wheel with the build tools pinned in requirements/build.lock. Stage 2 installs them
