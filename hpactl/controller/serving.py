@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from hpactl.config import ControllerConfig
 from hpactl.controller.app import ControllerApp
+from hpactl.controller.zpages import zpages
 from hpactl.kube.authn import DelegatedAuth
 from hpactl.kube.health import api_server_check
 from hpactl.kube.session import KubeSession
@@ -77,7 +79,9 @@ def debug_endpoints(config: ControllerConfig, app: ControllerApp) -> DebugEndpoi
     if not config.enable_debug_endpoints:
         return None
     records = app.controller.records
+    started = datetime.now(UTC)
     return DebugEndpoints(
         records=lambda namespace, name: records.to_json(f"{namespace}/{name}"),
         keys=lambda: list(records),
+        pages=zpages(config, started, lambda: datetime.now(UTC)),
     )

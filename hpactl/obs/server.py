@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -187,10 +187,19 @@ class DebugEndpoints:
 
     records: Callable[[str, str], Mapping[str, Any] | None]
     keys: Callable[[], Sequence[str]]
+    # Plain-text pages by path (component-base's /statusz and /flagz).
+    pages: Mapping[str, Callable[[], str]] = field(default_factory=dict)
 
 
 def _text(status: int, text: str) -> web.Response:
     return web.Response(status=status, text=text + "\n", content_type="text/plain")
+
+
+def _page(render: Callable[[], str]) -> Handler:
+    async def handler(_request: web.Request) -> web.StreamResponse:
+        return web.Response(text=render(), content_type="text/plain")
+
+    return handler
 
 
 # --------------------------------------------------------------------------- the server
@@ -327,6 +336,8 @@ class ObservabilityServer:
         if self._debug is not None:
             metrics_app.router.add_get("/debug/hpa", self._debug_hpas)
             metrics_app.router.add_get("/debug/hpa/{namespace}/{name}", self._debug_hpa)
+            for path, render in self._debug.pages.items():
+                metrics_app.router.add_get(path, _page(render))
         health_app = web.Application()
         self._add_probes(health_app)
         apps["metrics"], apps["health"] = metrics_app, health_app

@@ -96,6 +96,13 @@ async def test_records_served_when_enabled() -> None:
             assert newest["explanation"]["metrics"][0]["current"] == "100%"
             assert body["records"][0]["time"] <= newest["time"]
             assert (await get(f"{base}/debug/hpa"))[2] == {"hpas": ["default/web"]}
+            # component-base's zpages, with the debug endpoints.
+            status, statusz, _ = await get(f"{base}/statusz")
+            assert status == 200 and statusz.startswith("\nhpactl statusz\nWarning: ")
+            assert "\nBinary version: " in statusz and "/flagz" in statusz
+            status, flagz, _ = await get(f"{base}/flagz")
+            assert status == 200 and "\ndecision-records=2\n" in flagz
+            assert "\nenable-debug-endpoints=true\n" in flagz
             status, _, body = await get(f"{base}/debug/hpa/default/other")
             assert status == 404 and body == {
                 "hpa": "default/other",
@@ -125,7 +132,7 @@ async def test_no_debug_route_by_default() -> None:
                 ):
                     await asyncio.sleep(0.2)
             # ... but the route does not exist: the router's plain 404, no JSON.
-            for path in ("/debug/hpa/default/web", "/debug/hpa"):
+            for path in ("/debug/hpa/default/web", "/debug/hpa", "/statusz", "/flagz"):
                 status, text, body = await get(base + path)
                 assert (status, body) == (404, None) and "Not Found" in text
             assert (await get(base + "/metrics"))[0] == 200
