@@ -111,6 +111,8 @@ OVERRIDES = {
     # Metrics over HTTPS with delegated authentication, on the usual HTTPS port.
     "--metrics-secure": "true",
     "--metrics-bind-address": ":8443",
+    # JSON for log pipelines (component-base's fields); the flag's default is text.
+    "--logging-format": "json",
 }
 
 
