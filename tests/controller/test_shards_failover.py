@@ -372,9 +372,7 @@ async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_
         down = await _downs(c)
         lost = {shard_of(ns, SHARDS) for ns in mine_a}
         took = [
-            e
-            for e in b.proc.logs
-            if e.get("msg") == "hpactl.shard_acquired" and e["shard"] in lost
+            e for e in b.proc.logs if e.get("msg") == "hpactl.shard_acquired" and e["shard"] in lost
         ]
         assert sorted(e["shard"] for e in took) == sorted(lost)  # once each, after the kill
         assert all(e["histories"] == 2 for e in took), took
