@@ -32,12 +32,17 @@ so at QPS q a round whose busiest bucket takes R requests needs at least
 rounds and the change, the SyncSupervisor runs the HPAs for ``--periods`` periods as
 ``hpactl run`` does (spread over the period), reporting CPU share and schedule lag;
 ``--change-periods P`` runs the change that way too instead of one ``sync_all``.
+``--relist`` adds one supervised period during which every informer relists at
+resourceVersion "" (the path a 410 Gone takes: 30,000 pods again), reporting the
+relist's time, the loop's lateness and RSS. The last line is the process's peak RSS.
 
 What-if switches (they patch the measured process only, to size a proposed fix):
 ``--no-trust-env`` (a no-op now: ``KubeSession`` builds its aiohttp session without
 per-request netrc and proxy lookups), ``--gc-threshold G0,G1,G2`` / ``--gc-freeze`` (collector tuning once
-synced), ``--paged-list`` (first lists paged at resourceVersion ""),
-``--spread-slots N`` (first ticks on N slots per period). ``--profile N`` prints
+synced), ``--paged-list`` (first lists paged at resourceVersion ""), ``--watch-list``
+(every list a streaming watch-list, ``sendInitialEvents=true``),
+``--spread-slots N`` (first ticks on N slots per period), ``--gc-early`` (``hpactl
+run``'s collector thresholds from the start instead of once the caches synced). ``--profile N`` prints
 cProfile's top N per phase; ``--profile-out PREFIX`` keeps the pstats files.
 """
 
@@ -382,7 +387,7 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
 
     import_s = time.perf_counter() - t0
     cfg = parse_run_config(args.run_argv, {})
-    devnull = open(os.devnull, "w")  # noqa: SIM115
+    devnull = open(os.environ.get("BENCH_SCALE_LOG", os.devnull), "w")  # noqa: SIM115
     if args.logs:
         configure_logging(cfg.log_format, cfg.verbosity, stream=devnull)
     else:
@@ -397,19 +402,29 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
         f"period {period:g} s; logs {'JSON to /dev/null' if args.logs else 'off'}"
     )
     print(f"  import kubernetes_asyncio + controller: {import_s:.2f} s")
-    if args.paged_list:
-        # what-if: informers start with a paged list at resourceVersion "" (limit=500)
-        # instead of one unpaged list at "0"
+    if args.paged_list or args.watch_list:
+        # what-ifs: informers start with a paged list at resourceVersion "" (limit=500)
+        # instead of one unpaged list at "0"; or list by streaming watch-lists
         import functools
 
         import hpactl.controller.app as app_mod
 
+        options: dict[str, Any] = {}
+        if args.paged_list:
+            options["initial_list_resource_version"] = ""
+        if args.watch_list:
+            options["watch_list"] = True
         informers = functools.partial(
             app_mod.SharedInformers,  # type: ignore[attr-defined]
-            initial_list_resource_version="",
+            **options,
         )
         setattr(app_mod, "SharedInformers", informers)  # noqa: B010
     gc.collect()
+    if args.gc_early:
+        # what-if: hpactl run's collector thresholds from the start, not once synced
+        from hpactl.controller.run import GC_THRESHOLDS
+
+        gc.set_threshold(*GC_THRESHOLDS)
     rss0 = rss_mib()
     gcp = GcPauses()
     lag = LoopLateness()
@@ -508,7 +523,7 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
                 f"{qps:g}/burst {burst}"
             )
 
-        async def scheduled(periods: int, label: str) -> None:
+        async def scheduled(periods: int, label: str, relist: bool = False) -> None:
             """`hpactl run`'s schedule: the supervisor spreads the syncs over the period."""
             counts.clear()
             synced: collections.Counter[str] = collections.Counter()
@@ -529,7 +544,20 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             cpu0 = time.process_time()
             sys0 = os.times().system
             app.controller.start_scheduling()
-            await asyncio.sleep(periods * period)
+            relisted = ""
+            if relist:
+                await asyncio.sleep(1.0)
+                t_relist = time.perf_counter()
+                app.informers.relist()
+                assert await app.informers.wait_for_resync(300)
+                relist_s = time.perf_counter() - t_relist
+                relisted = (
+                    f"  relist of every informer (the 410 Gone path) in "
+                    f"{relist_s:.2f} s; RSS after it {rss_mib():.0f} MiB\n"
+                )
+                await asyncio.sleep(max(0.0, periods * period - 1.0 - relist_s))
+            else:
+                await asyncio.sleep(periods * period)
             cpu = time.process_time() - cpu0
             sys_cpu = os.times().system - sys0
             await app.controller.stop_scheduling()
@@ -543,8 +571,10 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
                 f"`hpactl run`): {sum(synced.values())} syncs of {len(synced)} HPAs "
                 f"(on time: {args.hpas * periods}), {len(rescaled)} rescaled\n"
                 f"  controller CPU {cpu:.2f} s = {cpu / (periods * period) * 100:.0f} % of a core "
-                f"({sys_cpu:.2f} s in the kernel), emulator CPU {emu_cpu:.2f} s\n"
+                f"({sys_cpu:.2f} s in the kernel), emulator CPU {emu_cpu:.2f} s; "
+                f"RSS {rss_mib():.0f} MiB\n"
                 f"  {_histogram_summary(app.metrics.schedule_lag, lag0)}\n"
+                f"{relisted}"
                 f"  loop late at most {worst * 1000:.0f} ms; {gcp}\n"
                 f"  requests: {_fmt_counts(counts)}; per client bucket {buckets}"
             )
@@ -553,6 +583,8 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             await round_(f"steady round {k + 1}")
         if args.periods:
             await scheduled(args.periods, "scheduled, steady")
+        if args.relist:
+            await scheduled(1, "scheduled, relist", relist=True)
         n_change = int(args.hpas * args.change)
         if n_change:
             step = args.hpas / n_change
@@ -565,6 +597,13 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
                 await round_(f"change round ({what})")
         if args.after_rounds:
             await round_("round after the change")
+        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        rss_end = rss_mib()
+        unreachable = gc.collect()
+        print(
+            f"RSS at the end: {rss_end:.0f} MiB ({rss_mib():.0f} MiB after a full collection "
+            f"that found {unreachable} unreachable objects); peak (VmHWM) {maxrss:.0f} MiB"
+        )
     devnull.close()
 
 
@@ -603,6 +642,15 @@ def main() -> None:
         "--gc-freeze", action="store_true", help="what-if: gc.freeze() once the caches synced"
     )
     p.add_argument("--paged-list", action="store_true", help='what-if: first lists paged at RV ""')
+    p.add_argument(
+        "--watch-list", action="store_true", help="what-if: lists by streaming watch-lists"
+    )
+    p.add_argument(
+        "--gc-early", action="store_true", help="what-if: GC thresholds set before the sync"
+    )
+    p.add_argument(
+        "--relist", action="store_true", help="one supervised period with a relist of everything"
+    )
     p.add_argument(
         "--spread-slots", type=int, default=0, metavar="N", help="what-if: first ticks on N slots"
     )

@@ -49,7 +49,8 @@ carries the list's resourceVersion, and the same stream then goes on as the watc
 (as client-go's). A server without the protocol (the ``WatchList`` gate off: 400
 or 422 on the request, or one that ignores the parameters and sends MODIFIED or
 DELETED before the end bookmark) is remembered, and lists are paged LISTs from
-then on. A resourceVersion that went back is only known at the end bookmark, after
+then on. Any other failure of a watch-list is followed, in the same attempt, by a
+LIST (client-go: "making progress is better than deadlocking"). A resourceVersion that went back is only known at the end bookmark, after
 unchanged objects were skipped by resourceVersion, so it restarts the stream with
 every object re-projected.
 
@@ -285,6 +286,7 @@ class Reflector(Generic[T]):
         # True once a watch-list completed, False once the server proved it has none.
         self.watch_list_supported: bool | None = None
         self.stream_lists = 0  # lists done as watch-lists
+        self.watch_list_fallbacks = 0  # watch-lists that failed, replaced by a LIST
         self._incomplete_streams = 0
         # A watch-list's stream after its end bookmark: the next watch reads on from it.
         self._carry: AsyncIterator[Mapping[str, Any]] | None = None
@@ -549,6 +551,17 @@ class Reflector(Generic[T]):
             except _WatchListUnsupported as exc:
                 self.watch_list_supported = False
                 _log.info("cache.watch_list_unsupported", informer=self.name, reason=str(exc))
+            except (KubeError, OSError) as exc:
+                # As client-go: "making progress is better than deadlocking". This list
+                # is a LIST (a server refusing watches may still serve lists); the
+                # next one tries the stream again.
+                self.watch_list_fallbacks += 1
+                _log.info(
+                    "cache.watch_list_failed",
+                    informer=self.name,
+                    error=str(exc) or type(exc).__name__,
+                    error_type=type(exc).__name__,
+                )
         await self._list(list_rv)
 
     async def _stream_list(self, open_stream: Any) -> None:

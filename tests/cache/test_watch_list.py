@@ -11,6 +11,7 @@ from hpactl.cache.factory import SharedInformers
 from hpactl.cache.reflector import Backoff
 from hpactl.clock import VirtualClock
 from hpactl.emulator import Emulator
+from hpactl.emulator.faults import FaultInjector
 from hpactl.kube.session import KubeSession
 
 from .conftest import Requests
@@ -107,3 +108,28 @@ async def test_server_without_watch_list_falls_back_to_list_once(
         # at "" in two pages of 2).
         assert reqs.calls.count(("watch", "pods", "422")) == 1
         assert reqs.count("list") == 3
+
+
+async def test_failed_watch_list_falls_back_to_list_for_that_attempt(
+    emu: Emulator,
+    session: tuple[KubeSession, Requests],
+    clock: VirtualClock,
+    faults: FaultInjector,
+) -> None:
+    s, reqs = session
+    for i in range(3):
+        emu.store.create(pod_obj(f"p{i}"))
+    refuse = faults.add("status=503,path=/api/v1/pods,verb=watch")
+    informers = make_informers(s, clock)
+    pods = informers.pod_lister()
+    async with synced(informers):
+        # Synced by the LIST that followed the refused stream, not left waiting.
+        reflector = pods.informer.reflector
+        assert [p.name for p in pods.list("default")] == ["p0", "p1", "p2"]
+        assert reflector.watch_list_fallbacks == 1 and reflector.stream_lists == 0
+        assert reflector.watch_list_supported is None  # not given up: a 503 is no verdict
+        assert ("watch", "pods", "503") in reqs.calls and reqs.count("list") == 1
+        faults.remove(refuse)
+        informers.relist()
+        assert await informers.wait_for_resync(WAIT)
+        assert reflector.stream_lists == 1 and reflector.watch_list_supported is True
