@@ -47,8 +47,8 @@ objects arrive as ADDED events, decoded one line at a time, and are reconciled w
 the store exactly as a list is; the BOOKMARK annotated ``k8s.io/initial-events-end``
 carries the list's resourceVersion, and the same stream then goes on as the watch
 (as client-go's). A server without the protocol (the ``WatchList`` gate off: 400
-or 422 on the request, or one that ignores the parameters and sends MODIFIED or
-DELETED before the end bookmark) is remembered, and lists are paged LISTs from
+or 422 on the request; before 1.27, one that ignores the parameters and sends
+MODIFIED, DELETED or a plain BOOKMARK before the end bookmark) is remembered, and lists are paged LISTs from
 then on. Any other failure of a watch-list is followed, in the same attempt, by a
 LIST (client-go: "making progress is better than deadlocking"). A resourceVersion that went back is only known at the end bookmark, after
 unchanged objects were skipped by resourceVersion, so it restarts the stream with
@@ -595,7 +595,10 @@ class Reflector(Generic[T]):
                         if isinstance(notes, Mapping) and notes.get(INITIAL_EVENTS_END) == "true":
                             end_rv = str(meta.get("resourceVersion") or "")
                             break
-                    continue
+                    # A watch-list server sends no bookmark before the end of the
+                    # initial events; a server older than 1.27 ignores the parameters
+                    # and sends its periodic ones.
+                    raise _WatchListUnsupported(f"a bookmark before {INITIAL_EVENTS_END}")
                 if etype != "ADDED":
                     # Changes before the end of the initial events: a plain watch from
                     # a server that ignored sendInitialEvents.

@@ -3,11 +3,14 @@ the fallback to LIST on a server that has the WatchList feature gate off."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import pytest
 
 from hpactl.cache.factory import SharedInformers
+from hpactl.cache.informer import Informer
 from hpactl.cache.reflector import Backoff
 from hpactl.clock import VirtualClock
 from hpactl.emulator import Emulator
@@ -15,6 +18,7 @@ from hpactl.emulator.faults import FaultInjector
 from hpactl.kube.session import KubeSession
 
 from .conftest import Requests
+from .fake_api import FakeAPI
 from .test_informer_emulator import WAIT, Recorder, pod_obj, rv_of, synced
 
 
@@ -133,3 +137,33 @@ async def test_failed_watch_list_falls_back_to_list_for_that_attempt(
         informers.relist()
         assert await informers.wait_for_resync(WAIT)
         assert reflector.stream_lists == 1 and reflector.watch_list_supported is True
+
+
+class PlainWatchServer(FakeAPI):
+    """A server older than 1.27: it ignores sendInitialEvents and answers a watch from
+    "" with the current objects as ADDED, then its periodic plain bookmarks."""
+
+    async def watch_list(self, resource_version: str) -> AsyncIterator[Mapping[str, Any]]:
+        self.watch_calls.append(f"watch-list {resource_version!r}")
+        for _, obj in sorted(self.objects.items()):
+            yield {"type": "ADDED", "object": obj}
+        yield {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": str(self.rv)}}}
+        await asyncio.Event().wait()  # an open stream with nothing more to say
+
+
+async def test_a_server_that_ignores_send_initial_events_gets_lists(
+    clock: VirtualClock,
+) -> None:
+    api = PlainWatchServer(page_size=2)
+    for i in range(3):
+        api.put("ns", f"o{i}", size=i)
+    inf: Informer[dict[str, Any]] = Informer("things", api, dict, clock=clock)
+    inf.start()
+    try:
+        await inf.wait_synced(timeout=WAIT)
+        assert sorted(inf.store.keys()) == ["ns/o0", "ns/o1", "ns/o2"]
+        assert inf.reflector.watch_list_supported is False
+        assert api.list_calls == ["0"]  # synced by the LIST, not held by the stream
+        assert api.watch_calls[0] == "watch-list ''"
+    finally:
+        await inf.stop()
