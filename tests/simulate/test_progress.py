@@ -355,29 +355,28 @@ def test_first_step_arrives_while_the_run_goes_on(
         proc.wait(timeout=30)
 
 
-def test_demo_progress_only_on_a_terminal_and_its_plot_outside_the_cwd(tmp_path: Path) -> None:
+def test_demo_progress_only_on_a_terminal_and_its_plot_outside_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`hpactl demo` draws its progress with \\r only into a terminal, and by default
     writes its plot to the temporary directory, leaving the current one (a clone) clean."""
     env_tmp = tmp_path / "tmp"
     env_tmp.mkdir()
     cwd = tmp_path / "clone"
     cwd.mkdir()
-    os.environ["TMPDIR"] = str(env_tmp)  # inherited by spawn's child
-    try:
-        for tty in (True, False):
-            proc, fd = spawn(["demo", "--until", "2m"], stderr_tty=tty, cwd=cwd)
-            assert proc.stdout is not None
-            try:
-                raw_out, raw_err = read_all(proc.stdout.fileno(), fd)
-                assert proc.wait(timeout=60) == 0
-            finally:
-                if tty:
-                    os.close(fd)
-                if proc.poll() is None:
-                    proc.kill()
-            assert (b"\r[" in raw_err) is tty, raw_err[:200]
-            assert f"Plot: {env_tmp / 'hpactl-demo.html'}".encode() in raw_out
-    finally:
-        del os.environ["TMPDIR"]
+    monkeypatch.setenv("TMPDIR", str(env_tmp))  # inherited by spawn's child
+    for tty in (True, False):
+        proc, fd = spawn(["demo", "--until", "2m"], stderr_tty=tty, cwd=cwd)
+        assert proc.stdout is not None
+        try:
+            raw_out, raw_err = read_all(proc.stdout.fileno(), fd)
+            assert proc.wait(timeout=60) == 0
+        finally:
+            if tty:
+                os.close(fd)
+            if proc.poll() is None:
+                proc.kill()
+        assert (b"\r[" in raw_err) is tty, raw_err[:200]
+        assert f"Plot: {env_tmp / 'hpactl-demo.html'}".encode() in raw_out
     assert list(cwd.iterdir()) == []
     assert (env_tmp / "hpactl-demo.html").read_text().startswith("<!doctype html>")
