@@ -229,7 +229,10 @@ class ControllerApp:
         self._api_host = URL(session.host).raw_authority.rpartition("@")[2] or "none"
         session.on_throttle = self._on_throttle
         period = cfg.hpa.sync_period.total_seconds()
-        informers = SharedInformers(session)  # real clock: informer timing is network time
+        # Real clock: informer timing is network time. Lists are streamed (watch-list,
+        # falling back to LIST on servers without it): at 30,000 pods the first list is
+        # never one body to decode (docs/performance.md, goal 2 of issue 17).
+        informers = SharedInformers(session, watch_list=True)
         self._informers = informers
         hpas = _hpa_sources(cfg, informers)
         pods = informers.pod_lister()
