@@ -148,6 +148,7 @@ async def measure(args: argparse.Namespace, url: str, rpc: scale.Rpc) -> None:
     writes = [t - t_change for k, t in seen.scale_writes.items() if k in changed]
     status = [t - t_change for t in seen.status_done.values()]
     quiet = [lag for t, k, lag in seen.lags if k not in changed and t_change <= t <= t_end]
+    quiet_before = [lag for t, k, lag in seen.lags if t < t_change and t >= t_change - period]
     quiet_after = [lag for t, k, lag in seen.lags if k not in changed and t > t_end]
     burst_s = t_end - t_change
     floor_hpa = max(0.0, (2 * n_change - burst) / qps) if qps else 0.0
@@ -162,7 +163,8 @@ async def measure(args: argparse.Namespace, url: str, rpc: scale.Rpc) -> None:
         f"({len(quiet)} syncs in {burst_s:.1f} s; due about "
         f"{int((n - n_change) * burst_s / period)}): p50 {pct(quiet, 50) * 1000:.0f} ms, "
         f"p99 {pct(quiet, 99) * 1000:.0f} ms, max {max(quiet, default=0) * 1000:.0f} ms\n"
-        f"  after the burst (one period, {len(quiet_after)} syncs): p99 "
+        f"  the period before the change ({len(quiet_before)} syncs): p99 "
+        f"{pct(quiet_before, 99) * 1000:.0f} ms; after the burst (one period, {len(quiet_after)} syncs): p99 "
         f"{pct(quiet_after, 99) * 1000:.0f} ms\n"
         f"  reaction (change -> scale write returned), {len(writes)} HPAs: p50 "
         f"{pct(writes, 50):.2f} s, p99 {pct(writes, 99):.2f} s, max "
