@@ -41,8 +41,9 @@ What-if switches (they patch the measured process only, to size a proposed fix):
 per-request netrc and proxy lookups), ``--gc-threshold G0,G1,G2`` / ``--gc-freeze`` (collector tuning once
 synced), ``--paged-list`` (first lists paged at resourceVersion ""), ``--watch-list``
 (every list a streaming watch-list, ``sendInitialEvents=true``),
-``--spread-slots N`` (first ticks on N slots per period), ``--gc-early`` (``hpactl
-run``'s collector thresholds from the start instead of once the caches synced). ``--profile N`` prints
+``--spread-slots N`` (first ticks on N slots per period), ``--gc-late`` (the collector's
+default thresholds until the caches have synced, as ``hpactl run`` did before it set
+its thresholds from the start). ``--profile N`` prints
 cProfile's top N per phase; ``--profile-out PREFIX`` keeps the pstats files.
 """
 
@@ -419,9 +420,14 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             **options,
         )
         setattr(app_mod, "SharedInformers", informers)  # noqa: B010
+    if args.tracemalloc:
+        import tracemalloc
+
+        tracemalloc.start()
     gc.collect()
-    if args.gc_early:
-        # what-if: hpactl run's collector thresholds from the start, not once synced
+    if not args.gc_late:
+        # as hpactl run: its collector thresholds from the start (--gc-late: the
+        # interpreter's defaults until the caches have synced, as before 2026-11-24)
         from hpactl.controller.run import GC_THRESHOLDS
 
         gc.set_threshold(*GC_THRESHOLDS)
@@ -597,6 +603,13 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
                 await round_(f"change round ({what})")
         if args.after_rounds:
             await round_("round after the change")
+        if args.tracemalloc:
+            import tracemalloc
+
+            top = tracemalloc.take_snapshot().statistics("lineno")[: args.tracemalloc]
+            print("largest live allocations (tracemalloc, by line):")
+            for stat in top:
+                print(f"  {stat.size / 2**20:7.1f} MiB {stat.count:9d} blocks  {stat.traceback}")
         maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         rss_end = rss_mib()
         unreachable = gc.collect()
@@ -646,7 +659,14 @@ def main() -> None:
         "--watch-list", action="store_true", help="what-if: lists by streaming watch-lists"
     )
     p.add_argument(
-        "--gc-early", action="store_true", help="what-if: GC thresholds set before the sync"
+        "--gc-late", action="store_true", help="GC thresholds set only once synced (as before)"
+    )
+    p.add_argument(
+        "--tracemalloc",
+        type=int,
+        default=0,
+        metavar="N",
+        help="trace allocations from the start; print the N largest live sites at the end",
     )
     p.add_argument(
         "--relist", action="store_true", help="one supervised period with a relist of everything"

@@ -79,7 +79,9 @@ SHUTDOWN_GRACE = 10.0
 # several times per sync period, each blocking the loop for 0.3-0.9 s; a young
 # generation of 10,000 objects and rarer older passes cut the collector's time about
 # fourfold (bench/bench_scale.py, docs/performance.md). Reference cycles are still
-# collected, only in larger batches.
+# collected, only in larger batches. They are set before the informers start too:
+# with the defaults the initial sync of 30,000 pods ran ~10 full collections over the
+# growing heap, blocking the loop for up to 1.7 s (one with these thresholds).
 GC_THRESHOLDS = (10_000, 50, 100)
 
 log = structlog.get_logger("hpactl.run")
@@ -145,6 +147,7 @@ async def _main(config: ControllerConfig) -> int:
         await check_server_certificate(
             kubeconfig=config.client.kubeconfig, master=config.client.master
         )
+        gc.set_threshold(*GC_THRESHOLDS)  # for the initial sync as well (see above)
         async with ControllerApp(
             config,
             clock=clock,
