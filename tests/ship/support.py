@@ -533,3 +533,13 @@ class RecordingAuthorizer:
     def authorize_path(self, *args: Any) -> bool:
         ok: bool = self.inner.authorize_path(*args)
         return ok
+
+
+def uses_verb(seen: str, granted: str) -> bool:
+    """Whether a request authorized as ``seen`` uses the ``granted`` verb.
+
+    The informers list by watch-list (a watch with sendInitialEvents, authorized as
+    ``watch``); ``list`` is their fallback on a server without WatchList, so a watch of
+    a resource counts as a use of its ``list`` grant.
+    """
+    return seen == granted or (granted == "list" and seen == "watch")

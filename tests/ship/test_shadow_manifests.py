@@ -42,6 +42,9 @@ from .support import (
     poll,
     seed_cluster,
 )
+from .support import (
+    uses_verb as _uses,
+)
 
 Obj = dict[str, Any]
 SHADOW = MANIFESTS_ROOT / "shadow"
@@ -263,7 +266,7 @@ async def test_shadow_works_with_the_read_only_role_and_writes_nothing(cluster: 
                 for resource in rule["resources"]:
                     g, r = _pattern(group, resource)
                     if not any(
-                        v == verb and re.fullmatch(g, sg) and re.fullmatch(r, sr)
+                        _uses(v, verb) and re.fullmatch(g, sg) and re.fullmatch(r, sr)
                         for v, sg, sr, _ns, _ in recorder.seen
                     ):
                         unused.append((verb, group, resource))
