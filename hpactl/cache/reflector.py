@@ -441,12 +441,7 @@ class Reflector(Generic[T]):
     # -- list -----------------------------------------------------------------------
 
     async def _list(self, list_rv: str) -> None:
-        self.lists_started += 1
-        number = self.lists_started
-        self._relist_requested.clear()  # this list satisfies every request so far
-        started = time.monotonic()
-        store = self._store
-        sink = self._sink
+        number, started = self._begin_list()
         seen: set[str] = set()
         final_rv = ""
         n = 0
@@ -472,25 +467,41 @@ class Reflector(Generic[T]):
                             seen_in="list",
                         )
             for raw in page.items:
-                try:
-                    ns, name, rv = raw_identity(raw)
-                except ValueError as exc:
-                    _log.warning("cache.unkeyable_object", informer=self.name, error=str(exc))
+                if not self._apply_listed(raw, seen, full):
                     continue
-                key = object_key(ns, name)
-                seen.add(key)
-                if not full and rv and store.resource_version(key) == rv:
-                    continue  # unchanged since we last saw it: skip the projection
-                key, old, new = store.upsert(raw)
-                if old is None:
-                    sink.on_add(key, new)
-                else:
-                    sink.on_update(key, old, new)
                 n += 1
                 if n % self._yield_every == 0:
                     await asyncio.sleep(0)
             final_rv = page.resource_version or final_rv
         self._finish_list(number, started, seen, n, final_rv, regressed)
+
+    def _begin_list(self) -> tuple[int, float]:
+        """Count a list (of either kind) as started; it satisfies every relist request so far."""
+        self.lists_started += 1
+        self._relist_requested.clear()
+        return self.lists_started, time.monotonic()
+
+    def _apply_listed(self, raw: Mapping[str, Any], seen: set[str], full: bool) -> bool:
+        """Store one object a list returned and tell the sink; False if skipped.
+
+        Skipped: an object without a name (logged), or one whose resourceVersion is the
+        stored one (unchanged, so not re-projected) unless ``full`` (after a regression).
+        """
+        try:
+            ns, name, rv = raw_identity(raw)
+        except ValueError as exc:
+            _log.warning("cache.unkeyable_object", informer=self.name, error=str(exc))
+            return False
+        key = object_key(ns, name)
+        seen.add(key)
+        if not full and rv and self._store.resource_version(key) == rv:
+            return False
+        key, old, new = self._store.upsert(raw)
+        if old is None:
+            self._sink.on_add(key, new)
+        else:
+            self._sink.on_update(key, old, new)
+        return True
 
     def _finish_list(
         self, number: int, started: float, seen: set[str], n: int, final_rv: str, regressed: bool
@@ -565,12 +576,7 @@ class Reflector(Generic[T]):
         await self._list(list_rv)
 
     async def _stream_list(self, open_stream: Any) -> None:
-        self.lists_started += 1
-        number = self.lists_started
-        self._relist_requested.clear()  # this list satisfies every request so far
-        started = time.monotonic()
-        store = self._store
-        sink = self._sink
+        number, started = self._begin_list()
         seen: set[str] = set()
         full = self._regression_pending
         n = 0
@@ -606,21 +612,8 @@ class Reflector(Generic[T]):
                 count += 1
                 if count % self._yield_every == 0:
                     await asyncio.sleep(0)
-                try:
-                    ns, name, rv = raw_identity(obj)
-                except ValueError as exc:
-                    _log.warning("cache.unkeyable_object", informer=self.name, error=str(exc))
-                    continue
-                key = object_key(ns, name)
-                seen.add(key)
-                if not full and rv and store.resource_version(key) == rv:
-                    continue  # unchanged since we last saw it: skip the projection
-                key, old, new = store.upsert(obj)
-                if old is None:
-                    sink.on_add(key, new)
-                else:
-                    sink.on_update(key, old, new)
-                n += 1
+                if self._apply_listed(obj, seen, full):
+                    n += 1
             if end_rv is not None:
                 self._incomplete_streams = 0
                 try:
