@@ -300,43 +300,36 @@ class _Parser:
         self.depth -= 1
         return cond
 
-    def or_(self) -> Node:
-        left = self.and_()
-        while self._is("||"):
-            pos = self._eat("||").pos
-            left = Node("or", pos, [left, self.and_()])
+    def _chain(self, operand: Callable[[], Node], ops: tuple[str, ...], op: str = "") -> Node:
+        """One precedence level: operands joined left-associatively by any of ``ops``.
+
+        The node is ``op`` when given (``and``/``or`` short-circuit), else ``binary``
+        carrying the operator.
+        """
+        left = operand()
+        while self.tok.kind in ("punct", "ident") and self.tok.text in ops:
+            t = self.tok
+            self.i += 1
+            if op:
+                left = Node(op, t.pos, [left, operand()])
+            else:
+                left = Node("binary", t.pos, [left, operand()], t.text)
         return left
+
+    def or_(self) -> Node:
+        return self._chain(self.and_, ("||",), "or")
 
     def and_(self) -> Node:
-        left = self.rel()
-        while self._is("&&"):
-            pos = self._eat("&&").pos
-            left = Node("and", pos, [left, self.rel()])
-        return left
+        return self._chain(self.rel, ("&&",), "and")
 
     def rel(self) -> Node:
-        left = self.add()
-        while self.tok.kind in ("punct", "ident") and self.tok.text in _RELOPS:
-            t = self.tok
-            self.i += 1
-            left = Node("binary", t.pos, [left, self.add()], t.text)
-        return left
+        return self._chain(self.add, _RELOPS)
 
     def add(self) -> Node:
-        left = self.mul()
-        while self._is("+") or self._is("-"):
-            t = self.tok
-            self.i += 1
-            left = Node("binary", t.pos, [left, self.mul()], t.text)
-        return left
+        return self._chain(self.mul, ("+", "-"))
 
     def mul(self) -> Node:
-        left = self.unary()
-        while self._is("*") or self._is("/") or self._is("%"):
-            t = self.tok
-            self.i += 1
-            left = Node("binary", t.pos, [left, self.unary()], t.text)
-        return left
+        return self._chain(self.unary, ("*", "/", "%"))
 
     def unary(self) -> Node:
         if self._is("!") or self._is("-"):
