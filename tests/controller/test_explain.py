@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -24,12 +23,11 @@ from typing import Any
 
 import pytest
 
-from hpactl.cli import main
-from hpactl.controller.serving import debug_endpoints
-from hpactl.obs.metrics import ControllerMetrics
-from hpactl.obs.server import ObservabilityServer, Readiness
+from hpactl.obs.server import ObservabilityServer
 from hpactl.simulate.runner import Simulation
 from hpactl.simulate.scenario import parse_scenario
+
+from .explaining import debug_server, explain, server_url
 
 ROOT = Path(__file__).resolve().parents[2]
 START = datetime.now(UTC).replace(microsecond=0)
@@ -191,7 +189,7 @@ class Running:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.ports['metrics']}"
+        return server_url(self.server)
 
     @property
     def kubeconfig(self) -> str:
@@ -208,31 +206,8 @@ async def running(case: Case, tmp_path: Path, *, sync: bool = True) -> AsyncIter
             await sim.run()
         app = sim.app
         assert app is not None
-        debug = debug_endpoints(replace(app.config, enable_debug_endpoints=True), app)
-        server = ObservabilityServer(
-            ControllerMetrics(),
-            Readiness(lambda: True, lambda: "leader"),
-            "127.0.0.1:0",
-            "0",
-            debug=debug,
-        )
-        await server.start()
-        try:
+        async with debug_server(app) as server:
             yield Running(sim, server)
-        finally:
-            await server.stop()
-
-
-async def explain(*argv: str) -> tuple[int, str, str]:
-    """``hpactl explain ...`` in a thread (it runs its own event loop)."""
-
-    def call() -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["explain", *argv])
-        return code, out.getvalue(), err.getvalue()
-
-    return await asyncio.to_thread(call)
 
 
 def first_line(text: str) -> str:

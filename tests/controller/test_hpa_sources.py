@@ -14,13 +14,11 @@ AmbiguousSelector; shadow mode, decision records and ``explain`` for an hpactl H
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
-import io
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,7 +27,6 @@ import pytest
 from prometheus_client import generate_latest
 
 from hpactl.cache.factory import CRD_HPAS
-from hpactl.cli import main
 from hpactl.cli.explain_cmd import parse_target
 from hpactl.clock import VirtualClock
 from hpactl.config import (
@@ -42,13 +39,11 @@ from hpactl.config import (
 from hpactl.controller.app import ControllerApp
 from hpactl.controller.explain import explain_once
 from hpactl.controller.horizontal import SyncRecord
-from hpactl.controller.serving import debug_endpoints
 from hpactl.emulator.emulator import Emulator
 from hpactl.model import crd as hhpa
-from hpactl.obs.metrics import ControllerMetrics
-from hpactl.obs.server import ObservabilityServer, Readiness
 
 from .builders import events, hpa, pod, pod_metrics, workload
+from .explaining import debug_server, explain, server_url
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 GROUP = hhpa.GROUP
@@ -422,18 +417,6 @@ async def test_kubectl_get_hhpa_shows_the_printer_columns_after_a_sync() -> None
         assert cells["Targets"] == "200"  # the first currentMetrics utilization, printed
 
 
-async def _explain(*argv: str) -> tuple[int, str, str]:
-    """``hpactl explain ...`` in a thread (it runs its own event loop)."""
-
-    def call() -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["explain", *argv])
-        return code, out.getvalue(), err.getvalue()
-
-    return await asyncio.to_thread(call)
-
-
 async def test_explain_reads_an_hpactl_hpas_records_from_the_debug_endpoint() -> None:
     async with environment(("crd",)) as env:
         names = workload(env.emu, "web", 2, T0)
@@ -441,19 +424,9 @@ async def test_explain_reads_an_hpactl_hpas_records_from_the_debug_endpoint() ->
         env.emu.store.create(hpa("web-kcm", "web", max_replicas=10))
         env.emu.store.create(cr("web", "web", max_replicas=4))
         await env.step()
-        app = env.app
-        debug = debug_endpoints(replace(app.config, enable_debug_endpoints=True), app)
-        server = ObservabilityServer(
-            ControllerMetrics(),
-            Readiness(lambda: True, lambda: "leader"),
-            "127.0.0.1:0",
-            "0",
-            debug=debug,
-        )
-        await server.start()
-        try:
-            url = f"http://127.0.0.1:{server.ports['metrics']}"
-            code, out, err = await _explain(
+        async with debug_server(env.app) as server:
+            url = server_url(server)
+            code, out, err = await explain(
                 "-n", "default", "hhpa/web", "--server", url, "-o", "json"
             )
             assert code == 0, err
@@ -462,17 +435,15 @@ async def test_explain_reads_an_hpactl_hpas_records_from_the_debug_endpoint() ->
             (rec,) = doc["records"]
             assert rec["explanation"]["path"] == "conflicting-autoscaler"
             assert [e["reason"] for e in rec["writes"]["events"]] == ["ConflictingAutoscaler"]
-            code, out, err = await _explain("default/hhpa:web", "--server", url)
+            code, out, err = await explain("default/hhpa:web", "--server", url)
             assert code == 0, err
             assert "not scaled (ConflictingAutoscaler)" in out
             assert "default/web-kcm also targets Deployment/web" in out
             # The built-in HPA of the other name is not hpactl's: no records for it.
-            code, out, err = await _explain(
+            code, out, err = await explain(
                 "default/web-kcm", "--server", url, "--kubeconfig", "/nonexistent"
             )
             assert code == 1
-        finally:
-            await server.stop()
 
 
 async def _until(check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
