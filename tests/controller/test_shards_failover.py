@@ -329,6 +329,40 @@ async def _downs(c: Cluster) -> dict[str, float]:
     return down
 
 
+def _window_flags(lock: str) -> list[str]:
+    """Sharded replicas with the history gate on and a ``WINDOW`` downscale window."""
+    return [
+        *_fast_lease(lock),
+        f"--shards={SHARDS}",
+        GATE_ON,
+        f"--horizontal-pod-autoscaler-downscale-stabilization={WINDOW:g}s",
+    ]
+
+
+async def _drop_load_into_the_window(c: Cluster) -> float:
+    """Drop the load and wait 6 s, still inside the window; when (monotonic) it dropped."""
+    c.load("10m")
+    dropped = time.monotonic()
+    await asyncio.sleep(6.0)
+    assert c.all_at(4), "scaled down inside the window"
+    return dropped
+
+
+def _first_lease_write(r: Replica, lock: str, shards: set[int], since: float = 0.0) -> float:
+    """When ``r`` first wrote one of these shards' leases successfully (its takeover)."""
+    return min(
+        w.at
+        for w in r.proxy.writes(since=since, leases=True)
+        if w.status < 300 and any(w.path.endswith(f"/{lock}-shard-{s}") for s in shards)
+    )
+
+
+def _assert_down_as_the_window_ends(late: dict[str, float]) -> None:
+    """Every namespace scaled down at the first sync after its window ended (see ``_late``)."""
+    for ns, t in late.items():
+        assert -0.1 <= t <= PERIOD + 0.7, (ns, late)
+
+
 def _late(down: dict[str, float], last_high: dict[str, float]) -> dict[str, float]:
     """Per namespace, how long after its last high recommendation left the window it
     scaled down (the clock offset turns monotonic samples into the entries' wall time)."""
@@ -345,12 +379,7 @@ async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_
     persisted last high recommendation is a window old, as B does for its own
     namespaces, not at the takeover."""
     lock = "hpactl-shwin"
-    flags = [
-        *_fast_lease(lock),
-        f"--shards={SHARDS}",
-        GATE_ON,
-        f"--horizontal-pod-autoscaler-downscale-stabilization={WINDOW:g}s",
-    ]
+    flags = _window_flags(lock)
     async with Emulator() as emu, contextlib.AsyncExitStack() as stack:
         c = Cluster(emu, lock)
         c.load("200m")
@@ -362,10 +391,7 @@ async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_
         mine_a = [ns for ns in NAMESPACES if shard_of(ns, SHARDS) in a.held()]
         assert len(mine_a) == 4
 
-        c.load("10m")
-        dropped = time.monotonic()
-        await asyncio.sleep(6.0)
-        assert c.all_at(4), "scaled down inside the window"
+        dropped = await _drop_load_into_the_window(c)
         a.proc.proc.send_signal(signal.SIGKILL)
         killed = time.monotonic()
         last_high = {ns: _last_high(emu, lock, ns) for ns in NAMESPACES}
@@ -383,13 +409,8 @@ async def test_a_killed_replicas_shards_keep_their_scale_down_window_on_the_new_
             f"{[late[ns] for ns in mine_a]}, B's own: "
             f"{[late[ns] for ns in NAMESPACES if ns not in mine_a]})"
         )
-        for ns, t in late.items():
-            assert -0.1 <= t <= PERIOD + 0.7, (ns, late)
-        taken = min(
-            w.at
-            for w in b.proxy.writes(since=killed, leases=True)
-            if w.status < 300 and any(w.path.endswith(f"/{lock}-shard-{s}") for s in lost)
-        )
+        _assert_down_as_the_window_ends(late)
+        taken = _first_lease_write(b, lock, lost, since=killed)
         assert all(down[ns] >= taken + 2 * PERIOD for ns in mine_a), "down at the takeover"
         assert b.held() == set(range(SHARDS))
         assert await b.proc.stop() == 0
@@ -404,12 +425,7 @@ async def test_shards_handed_off_to_a_joining_replica_keep_their_scale_down_wind
     within a period of the last high recommendation leaving the window, not at the
     hand-off."""
     lock = "hpactl-shjoin"
-    flags = [
-        *_fast_lease(lock),
-        f"--shards={SHARDS}",
-        GATE_ON,
-        f"--horizontal-pod-autoscaler-downscale-stabilization={WINDOW:g}s",
-    ]
+    flags = _window_flags(lock)
     async with Emulator() as emu, contextlib.AsyncExitStack() as stack:
         c = Cluster(emu, lock)
         c.load("200m")
@@ -418,10 +434,7 @@ async def test_shards_handed_off_to_a_joining_replica_keep_their_scale_down_wind
         await wait_until(lambda: c.all_at(4), 15, a.proc, "every namespace at 4")
         await asyncio.sleep(2 * PERIOD)
 
-        c.load("10m")
-        dropped = time.monotonic()
-        await asyncio.sleep(6.0)
-        assert c.all_at(4), "scaled down inside the window"
+        dropped = await _drop_load_into_the_window(c)
         last_high = {ns: _last_high(emu, lock, ns) for ns in NAMESPACES}
         joining = time.monotonic()
         b = await _replica(spawn, stack, emu, flags)
@@ -442,13 +455,8 @@ async def test_shards_handed_off_to_a_joining_replica_keep_their_scale_down_wind
             f"{[late[ns] for ns in mine_b]}, kept by A: "
             f"{[late[ns] for ns in NAMESPACES if ns not in mine_b]})"
         )
-        for ns, t in late.items():
-            assert -0.1 <= t <= PERIOD + 0.7, (ns, late)
-        taken = min(
-            w.at
-            for w in b.proxy.writes(leases=True)
-            if w.status < 300 and any(w.path.endswith(f"/{lock}-shard-{s}") for s in moved)
-        )
+        _assert_down_as_the_window_ends(late)
+        taken = _first_lease_write(b, lock, moved)
         assert all(down[ns] >= taken + 2 * PERIOD for ns in mine_b), "down at the hand-off"
         assert await a.proc.stop() == 0
         assert await b.proc.stop() == 0
