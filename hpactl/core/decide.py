@@ -1080,28 +1080,10 @@ def _suspended_plan(inputs: SyncInputs, conds: tuple[HPACondition, ...], current
     metrics (none were computed; old ones would look current). The history is left
     as it is, so the windows and scale events from before still count on resume.
     """
-    hpa, config, now = inputs.hpa, inputs.config, inputs.now
-    conds = _set(conds, _SUSPENDED, now)
-    status = _set_status(hpa, config, conds, current, current, (), False, now)
     expl = Explanation(
         "suspended", current, current, limited_by=("suspended",), limit_reason=SUSPENDED_REASON
     )
-    return Plan(
-        hpa,
-        now,
-        config,
-        current,
-        current,
-        False,
-        "",
-        status,
-        (),
-        conds,
-        (),
-        inputs.history,
-        expl,
-        _min_replicas(hpa),
-    )
+    return _held_plan(inputs, _set(conds, _SUSPENDED, inputs.now), current, expl, ())
 
 
 def _conflict_condition(message: str) -> Cond:
@@ -1112,9 +1094,7 @@ def _conflict_plan(inputs: SyncInputs, conds: tuple[HPACondition, ...], current:
     """A built-in HPA also targets this hpactl HPA's workload: compute nothing, scale
     nothing, say so (condition and Warning). The status is a suspended HPA's; the
     history is kept for when the other HPA is gone."""
-    hpa, config, now = inputs.hpa, inputs.config, inputs.now
-    conds = _set(conds, _conflict_condition(inputs.conflict), now)
-    status = _set_status(hpa, config, conds, current, current, (), False, now)
+    conds = _set(conds, _conflict_condition(inputs.conflict), inputs.now)
     expl = Explanation(
         "conflicting-autoscaler",
         current,
@@ -1123,6 +1103,21 @@ def _conflict_plan(inputs: SyncInputs, conds: tuple[HPACondition, ...], current:
         limit_reason=CONFLICTING_AUTOSCALER,
         error=inputs.conflict,
     )
+    events = (Event(WARNING, CONFLICTING_AUTOSCALER, inputs.conflict),)
+    return _held_plan(inputs, conds, current, expl, events)
+
+
+def _held_plan(
+    inputs: SyncInputs,
+    conds: tuple[HPACondition, ...],
+    current: int,
+    expl: Explanation,
+    events: tuple[Event, ...],
+) -> Plan:
+    """A sync that computed nothing: no scale, desired = current, no metrics in the
+    status, the history kept as it is."""
+    hpa, config, now = inputs.hpa, inputs.config, inputs.now
+    status = _set_status(hpa, config, conds, current, current, (), False, now)
     return Plan(
         hpa,
         now,
@@ -1134,7 +1129,7 @@ def _conflict_plan(inputs: SyncInputs, conds: tuple[HPACondition, ...], current:
         status,
         (),
         conds,
-        (Event(WARNING, CONFLICTING_AUTOSCALER, inputs.conflict),),
+        events,
         inputs.history,
         expl,
         _min_replicas(hpa),
