@@ -102,18 +102,16 @@ class ResourceListerWatcher:
         return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
 
     def watch(self, resource_version: str) -> AsyncIterator[dict[str, Any]]:
-        timeout = int(self.min_watch_timeout * (1.0 + self._rng.random()))
-        return watch_stream(
-            self._session,
-            self.path,
-            resource_version=resource_version,
-            allow_bookmarks=True,
-            timeout_seconds=timeout,
-            read_timeout=self.read_timeout,
-        )
+        return self._watch(resource_version, send_initial_events=False)
 
     def watch_list(self, resource_version: str) -> AsyncIterator[dict[str, Any]]:
         """A watch that first streams the current objects (see the module docstring)."""
+        return self._watch(resource_version, send_initial_events=True)
+
+    def _watch(
+        self, resource_version: str, *, send_initial_events: bool
+    ) -> AsyncIterator[dict[str, Any]]:
+        # Spread over [min, 2*min) as client-go's reflector, so watches do not all end at once.
         timeout = int(self.min_watch_timeout * (1.0 + self._rng.random()))
         return watch_stream(
             self._session,
@@ -122,5 +120,5 @@ class ResourceListerWatcher:
             allow_bookmarks=True,
             timeout_seconds=timeout,
             read_timeout=self.read_timeout,
-            send_initial_events=True,
+            send_initial_events=send_initial_events,
         )
