@@ -218,6 +218,15 @@ def _rv_int(rv: str) -> int | None:
         return None
 
 
+async def _close(stream: Any) -> None:
+    """Close a watch stream (an async generator, or anything with ``aclose``), quietly:
+    it is being abandoned, and a failure to close it changes nothing."""
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        with contextlib.suppress(Exception):
+            await aclose()
+
+
 def is_too_large_resource_version(exc: BaseException) -> bool:
     """client-go's ``isTooLargeResourceVersionError``: the server has not reached the
     resourceVersion asked for (cause ``ResourceVersionTooLarge``, or a 504 Timeout
@@ -325,10 +334,7 @@ class Reflector(Generic[T]):
 
     async def _drop_carry(self) -> None:
         stream, self._carry = self._carry, None
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(Exception):
-                await aclose()
+        await _close(stream)
 
     async def _run(self) -> None:
         need_list = True
@@ -631,10 +637,7 @@ class Reflector(Generic[T]):
             raise
         finally:
             if not keep:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    with contextlib.suppress(Exception):
-                        await aclose()
+                await _close(stream)
         if end_rv is None:
             self._incomplete_streams += 1
             if count and self._incomplete_streams >= _INCOMPLETE_WATCH_LISTS:
@@ -687,10 +690,7 @@ class Reflector(Generic[T]):
             _log.debug("cache.watch_inactive", informer=self.name)
             return
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                with contextlib.suppress(Exception):
-                    await aclose()
+            await _close(stream)
         if delivered == 0 and time.monotonic() - started < self._min_watch_seconds:
             raise _ShortWatch("very short watch: the server closed it before any event")
 
