@@ -33,6 +33,24 @@ if TYPE_CHECKING:
     from hpactl.emulator.server import ApiServer
 
 
+def _initial_events_forbidden(conditions: str) -> errors.ApiError:
+    """kube-apiserver's 422 for a sendInitialEvents it does not accept; ``conditions``
+    is what the message adds after the feature gate (empty when the gate is off)."""
+    return errors.invalid(
+        "ListOptions",
+        "meta.k8s.io",
+        "",
+        [
+            (
+                "sendInitialEvents",
+                "FieldValueForbidden",
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
+                f"feature gate is enabled{conditions}",
+            )
+        ],
+    )
+
+
 async def serve_watch(
     server: ApiServer, request: web.Request, rt: ResourceType, ns: str | None, name: str
 ) -> web.StreamResponse:
@@ -47,33 +65,10 @@ async def serve_watch(
     send_initial = parse_bool(send_initial_s) if send_initial_s else False
     if send_initial and not server.config.watch_list:
         # kube-apiserver with the WatchList feature gate off (before 1.32's default).
-        raise errors.invalid(
-            "ListOptions",
-            "meta.k8s.io",
-            "",
-            [
-                (
-                    "sendInitialEvents",
-                    "FieldValueForbidden",
-                    "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
-                    "feature gate is enabled",
-                )
-            ],
-        )
+        raise _initial_events_forbidden("")
     if send_initial and (q.get("resourceVersionMatch") != "NotOlderThan" or not bookmarks):
-        raise errors.invalid(
-            "ListOptions",
-            "meta.k8s.io",
-            "",
-            [
-                (
-                    "sendInitialEvents",
-                    "FieldValueForbidden",
-                    "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
-                    "feature gate is enabled and allowWatchBookmarks is true and "
-                    "resourceVersionMatch is NotOlderThan",
-                )
-            ],
+        raise _initial_events_forbidden(
+            " and allowWatchBookmarks is true and resourceVersionMatch is NotOlderThan"
         )
     timeout_s = q.get("timeoutSeconds", "")
     if timeout_s:
