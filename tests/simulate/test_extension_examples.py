@@ -9,31 +9,17 @@ from __future__ import annotations
 
 import copy
 import itertools
-import json
-from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-from hpactl.simulate.runner import Simulation, StepResult
-from hpactl.simulate.scenario import parse_scenario
+from hpactl.simulate.runner import StepResult
+
+from .example_runs import gate_off, jsonl, load, run, without
 
 pytestmark = pytest.mark.timeout(120)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PERIOD_ANNOTATION = "hpactl.dev/sync-period-seconds"
 SUSPEND_ANNOTATION = "autoscaling.kubernetes.io/suspend"
-
-
-def load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
-    return data
-
-
-async def run(data: dict[str, Any]) -> list[StepResult]:
-    async with Simulation(parse_scenario(data, source="test", base_dir=EXAMPLES)) as sim:
-        return await sim.run()
 
 
 def series(results: list[StepResult], target: str) -> list[tuple[float, int]]:
@@ -57,25 +43,6 @@ def changes(s: list[tuple[float, int]]) -> list[tuple[float, int]]:
 def synced(results: list[StepResult], key: str) -> list[float]:
     t0 = results[0].time
     return [(r.time - t0).total_seconds() for r in results if key in r.decisions]
-
-
-def without(data: dict[str, Any], annotation: str) -> dict[str, Any]:
-    """The scenario with ``annotation`` removed from every manifest."""
-    out = copy.deepcopy(data)
-    manifests = [*out["objects"], *(m for s in out["steps"] for m in s.get("apply", []))]
-    for m in manifests:
-        (m.get("metadata") or {}).get("annotations", {}).pop(annotation, None)
-    return out
-
-
-def gate_off(data: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(data)
-    out.pop("flags", None)
-    return out
-
-
-def jsonl(results: list[StepResult]) -> list[str]:
-    return [json.dumps(r.to_json(), sort_keys=True) for r in results]
 
 
 # -- per-HPA sync period -------------------------------------------------------------------

@@ -9,31 +9,18 @@ a malformed annotation leaves that HPA upstream's, with a Warning and the condit
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from hpactl.simulate.runner import Simulation, StepResult
-from hpactl.simulate.scenario import parse_scenario
+from hpactl.simulate.runner import StepResult
+
+from .example_runs import gate_off, jsonl, load, run, without
 
 pytestmark = pytest.mark.timeout(120)
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "metrics-fallback.yaml"
 ANNOTATION = "hpactl.dev/metric-fallback"
 CONDITION = "ExternalMetricFallbackActive"
-
-
-def load() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
-    return data
-
-
-async def run(data: dict[str, Any]) -> list[StepResult]:
-    async with Simulation(parse_scenario(data, source="test", base_dir=EXAMPLE.parent)) as sim:
-        return await sim.run()
 
 
 def changes(results: list[StepResult], target: str) -> list[tuple[float, int]]:
@@ -60,25 +47,8 @@ def condition(r: StepResult, hpa: str, type_: str = CONDITION) -> dict[str, Any]
     return next((c for c in r.hpas[hpa].get("conditions", []) if c["type"] == type_), None)
 
 
-def without_annotations(data: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(data)
-    for m in out["objects"]:
-        (m.get("metadata") or {}).get("annotations", {}).pop(ANNOTATION, None)
-    return out
-
-
-def gate_off(data: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(data)
-    out.pop("flags", None)
-    return out
-
-
-def jsonl(results: list[StepResult]) -> list[str]:
-    return [json.dumps(r.to_json(), sort_keys=True) for r in results]
-
-
 async def test_outage_opted_in_hpas_fall_back_others_stay_frozen() -> None:
-    results = await run(load())
+    results = await run(load("metrics-fallback"))
     # web: 2m of failures from 4m, then 6 through the legacy scale-up limit (4, then 6);
     # back at 14m, the 5-minute window holds the last fallback recommendation (13m45s).
     assert changes(results, "Deployment/shop/web") == [(0, 2), (360, 4), (375, 6), (1125, 2)]
@@ -128,18 +98,18 @@ async def test_outage_opted_in_hpas_fall_back_others_stay_frozen() -> None:
 
 
 async def test_gate_off_and_unset_are_upstream_byte_for_byte() -> None:
-    data = load()
-    upstream = jsonl(await run(gate_off(without_annotations(data))))
+    data = load("metrics-fallback")
+    upstream = jsonl(await run(gate_off(without(data, ANNOTATION))))
     assert jsonl(await run(gate_off(data))) == upstream
-    assert jsonl(await run(without_annotations(data))) == upstream
+    assert jsonl(await run(without(data, ANNOTATION))) == upstream
 
 
 async def test_malformed_annotation_is_reported_and_otherwise_upstream() -> None:
-    data = load()
+    data = load("metrics-fallback")
     bad = copy.deepcopy(data)
     bad["objects"][3]["metadata"]["annotations"][ANNOTATION] = '{"memory": {"replicas": 6}}'
     results = await run(bad)
-    plain = await run(without_annotations(data))
+    plain = await run(without(data, ANNOTATION))
     assert changes(results, "Deployment/shop/web") == changes(plain, "Deployment/shop/web")
     assert changes(results, "Deployment/shop/web") == [(0, 2)]
     message = (

@@ -10,29 +10,26 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from hpactl.simulate.runner import Simulation, StepResult
 from hpactl.simulate.scenario import ScenarioError, parse_scenario
 
+from .example_runs import EXAMPLES, gate_off, jsonl, load, run
+
 pytestmark = pytest.mark.timeout(120)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ANNOTATION = "hpactl.dev/selection-strategy"
 TARGET = "Deployment/shop/web"
 
 
-def load() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((EXAMPLES / "owned-pods.yaml").read_text())
-    return data
-
-
 def hpa_manifest(data: dict[str, Any]) -> dict[str, Any]:
-    (m,) = [o for o in data["objects"] if o["kind"] == "HorizontalPodAutoscaler"]
+    hpas: list[dict[str, Any]] = [
+        o for o in data["objects"] if o["kind"] == "HorizontalPodAutoscaler"
+    ]
+    (m,) = hpas
     return m
 
 
@@ -46,21 +43,6 @@ def with_annotation(data: dict[str, Any], value: str | None) -> dict[str, Any]:
     return out
 
 
-def gate_off(data: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(data)
-    out.pop("flags", None)
-    return out
-
-
-async def run(data: dict[str, Any]) -> list[StepResult]:
-    async with Simulation(parse_scenario(data, source="test", base_dir=EXAMPLES)) as sim:
-        return await sim.run()
-
-
-def jsonl(results: list[StepResult]) -> list[str]:
-    return [json.dumps(r.to_json(), sort_keys=True) for r in results]
-
-
 def replicas(results: list[StepResult]) -> list[int]:
     return [r.targets[TARGET]["replicas"] for r in results]
 
@@ -70,7 +52,7 @@ def total_pods(results: list[StepResult]) -> list[int]:
 
 
 async def test_owner_reference_ignores_the_stranger_through_both_replicasets() -> None:
-    results = await run(load())
+    results = await run(load("owned-pods"))
     assert set(replicas(results)) == {4}
     # Old and new ReplicaSet pods alike, never the debugging pod (there 1m-4m).
     assert set(total_pods(results)) == {4}
@@ -78,7 +60,7 @@ async def test_owner_reference_ignores_the_stranger_through_both_replicasets() -
 
 
 async def test_label_selector_is_upstream_and_the_gate_off_changes_nothing() -> None:
-    data = load()
+    data = load("owned-pods")
     upstream = await run(gate_off(with_annotation(data, None)))
     # The stranger (1600m on a 200m request) drives web up, then it sticks at 10.
     series = replicas(upstream)
@@ -103,7 +85,7 @@ def _strip(line: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_malformed_value_warns_and_runs_as_unset() -> None:
-    data = load()
+    data = load("owned-pods")
     bad = await run(with_annotation(data, "owner-reference"))
     unset = await run(with_annotation(data, None))
     assert replicas(bad) == replicas(unset)
@@ -120,7 +102,7 @@ async def test_malformed_value_warns_and_runs_as_unset() -> None:
 
 
 async def test_owner_reference_without_uid_must_name_an_earlier_object() -> None:
-    data = load()
+    data = load("owned-pods")
     pod = next(o for o in data["objects"] if o["kind"] == "Pod")
     data["objects"].remove(pod)
     data["objects"].insert(0, pod)  # before its ReplicaSet exists
@@ -133,7 +115,9 @@ async def test_owner_reference_without_uid_must_name_an_earlier_object() -> None
 
 
 async def test_owner_reference_uid_is_filled_in() -> None:
-    async with Simulation(parse_scenario(load(), source="test", base_dir=EXAMPLES)) as sim:
+    async with Simulation(
+        parse_scenario(load("owned-pods"), source="test", base_dir=EXAMPLES)
+    ) as sim:
         store = sim.emu.store
         rs = store.get("apps", "replicasets", "shop", "web-6d9f7")
         dep = store.get("apps", "deployments", "shop", "web")
