@@ -501,6 +501,15 @@ async def test_cel_runtime_error_is_reported_with_the_rule(emulator: Emulator) -
         await h.close()
 
 
+async def _create_crd(emulator: Emulator, schema: Obj) -> tuple[int, Any]:
+    """POST the gadget CRD with ``schema``: the code and the body."""
+    h = Http(emulator)
+    try:
+        return await h.post(CRDS, gadget_crd(schema))
+    finally:
+        await h.close()
+
+
 async def test_crd_with_a_rule_that_does_not_compile_is_refused(emulator: Emulator) -> None:
     schema = gadget_schema()
     schema["properties"]["spec"]["x-kubernetes-validations"] = [
@@ -508,11 +517,7 @@ async def test_crd_with_a_rule_that_does_not_compile_is_refused(emulator: Emulat
         {"rule": "self.nope > 1 && ip(self)"},
         {"rule": "self.maxReplicas =="},
     ]
-    h = Http(emulator)
-    try:
-        code, status = await h.post(CRDS, gadget_crd(schema))
-    finally:
-        await h.close()
+    code, status = await _create_crd(emulator, schema)
     assert code == 422
     at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations"
     causes = status["details"]["causes"]
@@ -544,11 +549,7 @@ async def test_crd_rule_reason_and_field_path_are_checked(emulator: Emulator) ->
         {"rule": "self.nope"},  # not compiled: this level already has errors
         {"rule": "true", "fieldPath": ".labels['any.key']"},
     ]
-    h = Http(emulator)
-    try:
-        code, status = await h.post(CRDS, gadget_crd(schema))
-    finally:
-        await h.close()
+    code, status = await _create_crd(emulator, schema)
     assert code == 422
     at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations"
     assert [(c["field"], c["message"]) for c in status["details"]["causes"]] == [
