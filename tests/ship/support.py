@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -16,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 import aiohttp
+import pytest
 import yaml
 
 from hpactl.emulator import Emulator
@@ -30,6 +32,17 @@ MANIFESTS = MANIFESTS_ROOT / "base"
 HPACTL_NAMESPACE = "hpactl-system"
 HPACTL_SA = "hpactl"
 APP_NAMESPACE = "default"
+#: The API version the manifests are validated against (kubernetes-validate).
+K8S_VERSION = "1.37"
+#: The user the hpactl ServiceAccount's requests are authorized as.
+SA_USER = f"system:serviceaccount:{HPACTL_NAMESPACE}:{HPACTL_SA}"
+
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
+
+
+def obj_id(obj: Obj) -> str:
+    """``Kind/name``: how a manifest object is named in test ids and messages."""
+    return f"{obj['kind']}/{obj['metadata']['name']}"
 
 
 # --------------------------------------------------------------------------- manifests

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,9 @@ from hpactl.model import featuregates as fg
 from .support import (
     HPACTL_NAMESPACE,
     HPACTL_SA,
+    K8S_VERSION,
     MANIFESTS_ROOT,
+    SA_USER,
     HpactlProcess,
     RecordingAuthorizer,
     events,
@@ -49,6 +50,8 @@ from .support import (
     kubectl,
     load_docs,
     manifest_objects,
+    needs_kubectl,
+    obj_id,
     poll,
     rbac_files,
     run_flags,
@@ -62,16 +65,8 @@ from .test_manifests import Cluster, _log_texts, _permissions, _scrape, _scraper
 
 Obj = dict[str, Any]
 HA = MANIFESTS_ROOT / "ha"
-K8S_VERSION = "1.37"
-SA_USER = f"system:serviceaccount:{HPACTL_NAMESPACE}:{HPACTL_SA}"
 LOCK = "hpactl"  # --leader-elect-resource-name in the base Deployment
 SHARDS = 4  # in the emulator runs: the rendered 12, overridden by a later flag
-
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
-
-
-def _id(obj: Obj) -> str:
-    return f"{obj['kind']}/{obj['metadata']['name']}"
 
 
 def _key(obj: Obj) -> tuple[str, str, str]:
@@ -167,7 +162,7 @@ def test_kustomization_lists_every_file() -> None:
 @pytest.mark.parametrize(
     "obj",
     [*_own_objects(), _deployment()],
-    ids=lambda o: _id(o) + ("(patched)" * (o["kind"] == "Deployment")),
+    ids=lambda o: obj_id(o) + ("(patched)" * (o["kind"] == "Deployment")),
 )
 def test_object_is_valid_against_the_kubernetes_schema(obj: Obj) -> None:
     kubernetes_validate.validate(obj, K8S_VERSION, strict=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import shutil
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -42,7 +41,9 @@ from hpactl.emulator import Emulator
 from .support import (
     HPACTL_NAMESPACE,
     HPACTL_SA,
+    K8S_VERSION,
     MANIFESTS,
+    SA_USER,
     HpactlProcess,
     RecordingAuthorizer,
     events,
@@ -53,6 +54,8 @@ from .support import (
     kustomization_files,
     load_docs,
     manifest_objects,
+    needs_kubectl,
+    obj_id,
     poll,
     rbac_files,
     run_flags,
@@ -64,14 +67,6 @@ from .support import (
 )
 
 Obj = dict[str, Any]
-K8S_VERSION = "1.37"
-SA_USER = f"system:serviceaccount:{HPACTL_NAMESPACE}:{HPACTL_SA}"
-
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
-
-
-def _id(obj: Obj) -> str:
-    return f"{obj['kind']}/{obj['metadata']['name']}"
 
 
 def _by_kind(kind: str) -> Obj:
@@ -88,7 +83,7 @@ def test_kustomization_lists_every_manifest_file() -> None:
     assert listed == present
 
 
-@pytest.mark.parametrize("obj", manifest_objects(), ids=_id)
+@pytest.mark.parametrize("obj", manifest_objects(), ids=obj_id)
 def test_manifest_is_valid_against_the_kubernetes_schema(obj: Obj) -> None:
     kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
@@ -194,7 +189,7 @@ def test_manifests_agree_with_each_other() -> None:
     assert spec["serviceAccountName"] == HPACTL_SA
     for obj in manifest_objects():
         if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
-            assert obj["metadata"]["namespace"] == HPACTL_NAMESPACE, _id(obj)
+            assert obj["metadata"]["namespace"] == HPACTL_NAMESPACE, obj_id(obj)
         if obj["kind"].endswith("Binding"):
             assert obj["subjects"] == [
                 {"kind": "ServiceAccount", "name": HPACTL_SA, "namespace": HPACTL_NAMESPACE}
@@ -268,7 +263,7 @@ async def test_kubectl_applies_the_kustomization(cluster: Cluster) -> None:
     code, out, err = await kubectl(kc, "apply", "-k", str(MANIFESTS))
     assert code == 0, f"{out}\n{err}"
     for obj in manifest_objects():
-        assert _stored(cluster.emu, obj) is not None, f"{_id(obj)} was not created"
+        assert _stored(cluster.emu, obj) is not None, f"{obj_id(obj)} was not created"
     # Applying again changes nothing (kubectl's last-applied annotation round-trips).
     before = [_stored(cluster.emu, obj) for obj in manifest_objects()]
     code, out, err = await kubectl(kc, "apply", "-k", str(MANIFESTS))
