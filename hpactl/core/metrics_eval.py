@@ -501,7 +501,9 @@ def _compute(
                 reason, str(e), f"failed to get {rsrc.name} resource metric value: {e}"
             ) from None
         status = MetricStatus(RESOURCE, resource=ResourceMetricStatus(rsrc.name, value))
-        return _with_calc(MetricOutcome(index, spec.type, replicas, name, status), calc_result, pods)
+        return _with_calc(
+            MetricOutcome(index, spec.type, replicas, name, status), calc_result, pods
+        )
 
     if spec.type == CONTAINER_RESOURCE and spec.container_resource is not None:
         csrc = spec.container_resource
@@ -529,7 +531,9 @@ def _compute(
             CONTAINER_RESOURCE,
             container_resource=ContainerResourceMetricStatus(csrc.name, value, csrc.container),
         )
-        return _with_calc(MetricOutcome(index, spec.type, replicas, name, status), calc_result, pods)
+        return _with_calc(
+            MetricOutcome(index, spec.type, replicas, name, status), calc_result, pods
+        )
 
     if spec.type == EXTERNAL and spec.external is not None:
         esrc = spec.external
@@ -617,8 +621,6 @@ def _with_calc(
         ready_pods=r.ready_pods,
         total_pods=None if pods is None or r.ready_pods is None else len(pods),
     )
-
-
 
 
 @dataclass(frozen=True, slots=True)

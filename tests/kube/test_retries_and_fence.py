@@ -24,6 +24,7 @@ async def emulator() -> AsyncIterator[Emulator]:
     async with Emulator(faults=True) as emu:
         yield emu
 
+
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}}
 CM_PATH = "/api/v1/namespaces/default/configmaps/c"
 
@@ -79,9 +80,7 @@ async def test_5xx_without_retry_after_is_not_resent_by_the_session(emulator: Em
 
 async def test_events_are_retried_on_5xx_and_dropped_on_4xx(emulator: Emulator) -> None:
     path = "/api/v1/namespaces/default/events"
-    flaky = emulator.faults.add(
-        FaultRule.error(503, path=path, verbs=frozenset({"POST"}), count=2)
-    )
+    flaky = emulator.faults.add(FaultRule.error(503, path=path, verbs=frozenset({"POST"}), count=2))
     drops: list[str] = []
     async with KubeSession(master=emulator.url) as s:
         r = EventRecorder(s, clock=VirtualClock(), retry_sleep=0.0, on_drop=drops.append)

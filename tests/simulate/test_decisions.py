@@ -50,9 +50,10 @@ async def test_jsonl_keeps_the_contract_and_adds_decisions() -> None:
     # The contract's fields are exactly what they were without decisions.
     without = dict(last)
     del without["decisions"]
-    assert json.dumps(without, separators=(", ", ": "), ensure_ascii=False) == jsonl_line(
-        results[-1]
-    ).split(', "decisions": ')[0] + "}"
+    assert (
+        json.dumps(without, separators=(", ", ": "), ensure_ascii=False)
+        == jsonl_line(results[-1]).split(', "decisions": ')[0] + "}"
+    )
     rec = last["decisions"]["default/web"]
     assert rec["hpa"] == "default/web" and rec["time"] == last["time"]
     e = rec["explanation"]

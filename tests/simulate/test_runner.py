@@ -254,8 +254,9 @@ async def test_apply_without_status_keeps_the_status_and_with_status_sets_it() -
     assert after["lastScaleTime"] == before["lastScaleTime"]  # kept, not cleared
     # AbleToScale stayed True: its lastTransitionTime is the first step's, which only
     # a kept status can give.
-    assert condition(r1, "default/web", "AbleToScale")["lastTransitionTime"] == (
-        condition(r0, "default/web", "AbleToScale")["lastTransitionTime"]
+    assert (
+        condition(r1, "default/web", "AbleToScale")["lastTransitionTime"]
+        == (condition(r0, "default/web", "AbleToScale")["lastTransitionTime"])
     )
     # The Pod's manifest carried a status: it replaced the stored one.
     assert stored is not None

@@ -104,9 +104,7 @@ class RecordingProxy:
         return cut
 
     def writes(self, *, since: float = 0.0, leases: bool = False) -> list[Seen]:
-        return [
-            s for s in self.seen if s.is_write and s.at >= since and (leases or not s.is_lease)
-        ]
+        return [s for s in self.seen if s.is_write and s.at >= since and (leases or not s.is_lease)]
 
     def _held_for(self, method: str, path: str) -> float:
         for h in self._holds:
