@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import os
 import shutil
@@ -84,6 +85,41 @@ def rbac_files() -> list[Path]:
     """The manifests that decide what hpactl may do: namespace, account, roles, bindings."""
     kinds = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role"}
     return [p for p in kustomization_files() if any(d["kind"] in kinds for d in load_docs(p))]
+
+
+def obj_key(obj: Obj) -> tuple[str, str, str]:
+    """Kind, namespace and name: what identifies an object in a rendering."""
+    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
+def apply_json_patch(obj: Obj, ops: list[Obj]) -> Obj:
+    """A copy of ``obj`` with the RFC 6902 operations the overlays use applied (test,
+    remove, add, replace; ``-`` appends to a list)."""
+    out = copy.deepcopy(obj)
+    for op in ops:
+        *parents, last = [
+            p.replace("~1", "/").replace("~0", "~") for p in op["path"][1:].split("/")
+        ]
+        node: Any = out
+        for p in parents:
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        index: Any = last
+        if isinstance(node, list):
+            index = len(node) if last == "-" else int(last)
+        if op["op"] == "test":
+            assert node[index] == op["value"], op
+        elif op["op"] == "remove":
+            del node[index]
+        elif op["op"] == "replace":
+            assert (index in node) if isinstance(node, dict) else index < len(node), op
+            node[index] = op["value"]
+        elif op["op"] == "add" and isinstance(node, list):
+            node.insert(index, op["value"])
+        elif op["op"] == "add":
+            node[index] = op["value"]
+        else:
+            raise AssertionError(f"unexpected patch operation {op}")
+    return out
 
 
 # --------------------------------------------------------------------------- kubectl
@@ -546,6 +582,19 @@ class RecordingAuthorizer:
     def authorize_path(self, *args: Any) -> bool:
         ok: bool = self.inner.authorize_path(*args)
         return ok
+
+
+async def assert_kustomize_renders(tmp_path: Path, folder: Path, expected: list[Obj]) -> None:
+    """``kubectl kustomize folder`` renders exactly ``expected``, object for object."""
+    kubeconfig = tmp_path / "kubeconfig"  # kustomize needs no server; kubectl wants a file
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    code, out, err = await kubectl(kubeconfig, "kustomize", str(folder))
+    assert code == 0, err
+    rendered = {obj_key(d): d for d in yaml.safe_load_all(out) if d}
+    by_key = {obj_key(o): o for o in expected}
+    assert sorted(rendered) == sorted(by_key)
+    for key, obj in by_key.items():
+        assert rendered[key] == obj, key
 
 
 def uses_verb(seen: str, granted: str) -> bool:

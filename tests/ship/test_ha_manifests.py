@@ -21,7 +21,6 @@ Syncs every 1 s, 2 s leases and 4 shards keep each test to a few seconds.
 from __future__ import annotations
 
 import asyncio
-import copy
 import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -45,6 +44,8 @@ from .support import (
     SA_USER,
     HpactlProcess,
     RecordingAuthorizer,
+    apply_json_patch,
+    assert_kustomize_renders,
     events,
     hpactl_argv,
     kubectl,
@@ -52,6 +53,7 @@ from .support import (
     manifest_objects,
     needs_kubectl,
     obj_id,
+    obj_key,
     poll,
     rbac_files,
     run_flags,
@@ -67,10 +69,6 @@ Obj = dict[str, Any]
 HA = MANIFESTS_ROOT / "ha"
 LOCK = "hpactl"  # --leader-elect-resource-name in the base Deployment
 SHARDS = 4  # in the emulator runs: the rendered 12, overridden by a later flag
-
-
-def _key(obj: Obj) -> tuple[str, str, str]:
-    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
 
 
 def _kustomization() -> Obj:
@@ -100,35 +98,10 @@ def _patch_ops() -> list[Obj]:
     return ops
 
 
-def _apply_json_patch(obj: Obj, ops: list[Obj]) -> Obj:
-    """The RFC 6902 operations the overlay uses (replace, add; ``-`` appends)."""
-    out = copy.deepcopy(obj)
-    for op in ops:
-        *parents, last = [
-            p.replace("~1", "/").replace("~0", "~") for p in op["path"][1:].split("/")
-        ]
-        node: Any = out
-        for p in parents:
-            node = node[int(p)] if isinstance(node, list) else node[p]
-        if op["op"] == "replace":
-            assert (last in node) if isinstance(node, dict) else int(last) < len(node), op
-            node[int(last) if isinstance(node, list) else last] = op["value"]
-        elif op["op"] == "add" and isinstance(node, list):
-            if last == "-":
-                node.append(op["value"])
-            else:
-                node.insert(int(last), op["value"])
-        elif op["op"] == "add":
-            node[last] = op["value"]
-        else:
-            raise AssertionError(f"unexpected patch operation {op}")
-    return out
-
-
 def _expected_render() -> list[Obj]:
     """The base's objects, the Deployment patched, and the overlay's own objects."""
     base = [
-        _apply_json_patch(o, _patch_ops()) if _key(o)[::2] == ("Deployment", "hpactl") else o
+        apply_json_patch(o, _patch_ops()) if obj_key(o)[::2] == ("Deployment", "hpactl") else o
         for o in manifest_objects()
     ]
     return base + _own_objects()
@@ -214,22 +187,14 @@ def test_the_ha_role_is_bound_to_hpactl_in_the_lease_namespace() -> None:
     # Nothing cluster-wide: what sharding and history add stays in hpactl's namespace.
     assert {o["kind"] for o in _own_objects()} == {"Role", "RoleBinding"}
     # No name collides with the base's.
-    assert not {_key(o) for o in _own_objects()} & {_key(o) for o in manifest_objects()}
+    assert not {obj_key(o) for o in _own_objects()} & {obj_key(o) for o in manifest_objects()}
 
 
 @needs_kubectl
 async def test_kubectl_kustomize_renders_the_base_the_role_and_the_patched_deployment(
     tmp_path: Path,
 ) -> None:
-    kubeconfig = tmp_path / "kubeconfig"  # kustomize needs no server; kubectl wants a file
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
-    code, out, err = await kubectl(kubeconfig, "kustomize", str(HA))
-    assert code == 0, err
-    rendered = {_key(d): d for d in yaml.safe_load_all(out) if d}
-    expected = {_key(o): o for o in _expected_render()}
-    assert sorted(rendered) == sorted(expected)
-    for key, obj in expected.items():
-        assert rendered[key] == obj, key
+    await assert_kustomize_renders(tmp_path, HA, _expected_render())
 
 
 # --------------------------------------------------------------------------- the cluster

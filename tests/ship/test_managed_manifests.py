@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import copy
-import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,13 +32,18 @@ from hpactl.model import crd
 from .support import (
     HPACTL_NAMESPACE,
     HPACTL_SA,
+    K8S_VERSION,
     MANIFESTS_ROOT,
+    SA_USER,
     HpactlProcess,
     RecordingAuthorizer,
+    apply_json_patch,
+    assert_kustomize_renders,
     hpactl_argv,
     kubectl,
     load_docs,
     manifest_objects,
+    needs_kubectl,
     poll,
     rbac_files,
     run_flags,
@@ -48,15 +52,7 @@ from .support import (
 Obj = dict[str, Any]
 MANAGED = MANIFESTS_ROOT / "managed"
 CRD_FILE = MANIFESTS_ROOT / "crd" / f"{crd.CRD_NAME}.yaml"
-K8S_VERSION = "1.37"
-SA_USER = f"system:serviceaccount:{HPACTL_NAMESPACE}:{HPACTL_SA}"
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*"}
-
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
-
-
-def _key(obj: Obj) -> tuple[str, str, str]:
-    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
 
 
 def _kustomization() -> Obj:
@@ -72,30 +68,10 @@ def _patches() -> dict[str, list[Obj]]:
     return out
 
 
-def _apply_json_patch(obj: Obj, ops: list[Obj]) -> Obj:
-    """The RFC 6902 operations the overlay uses (test, remove, add; ``-`` appends)."""
-    out = copy.deepcopy(obj)
-    for op in ops:
-        *parents, last = op["path"][1:].split("/")
-        node: Any = out
-        for p in parents:
-            node = node[int(p)] if isinstance(node, list) else node[p]
-        index: Any = len(node) if last == "-" else int(last) if isinstance(node, list) else last
-        if op["op"] == "test":
-            assert node[index] == op["value"], op
-        elif op["op"] == "remove":
-            del node[index]
-        elif op["op"] == "add" and isinstance(node, list):
-            node.insert(index, op["value"])
-        else:
-            raise AssertionError(f"unexpected patch operation {op}")
-    return out
-
-
 def _expected_render() -> list[Obj]:
     patches = _patches()
     out = [
-        _apply_json_patch(o, patches[o["kind"]])
+        apply_json_patch(o, patches[o["kind"]])
         if o["kind"] in patches and o["metadata"]["name"] == "hpactl"
         else o
         for o in manifest_objects()
@@ -182,15 +158,7 @@ def test_every_other_rbac_file_is_the_bases() -> None:
 
 @needs_kubectl
 async def test_kubectl_kustomize_renders_the_overlay(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"  # kustomize needs no server; kubectl wants a file
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
-    code, out, err = await kubectl(kubeconfig, "kustomize", str(MANAGED))
-    assert code == 0, err
-    rendered = {_key(d): d for d in yaml.safe_load_all(out) if d}
-    expected = {_key(o): o for o in _expected_render()}
-    assert sorted(rendered) == sorted(expected)
-    for key, obj in expected.items():
-        assert rendered[key] == obj, key
+    await assert_kustomize_renders(tmp_path, MANAGED, _expected_render())
 
 
 # --------------------------------------------------------------------------- the cluster
