@@ -116,6 +116,25 @@ def hpa(*args: Any, **kwargs: Any) -> HPA:
     return hpa_from_raw(raw_hpa(*args, **kwargs))
 
 
+def bare_hpa(annotations: Mapping[str, str] | None = None) -> HPA:
+    """ns/web: a Deployment, maxReplicas 5, no metrics, and only ``annotations``; for
+    the annotation parsers."""
+    meta: dict[str, object] = {"name": "web", "namespace": NS}
+    if annotations is not None:
+        meta["annotations"] = dict(annotations)
+    return hpa_from_raw(
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": meta,
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "maxReplicas": 5,
+            },
+        }
+    )
+
+
 def pod(
     name: str,
     *,

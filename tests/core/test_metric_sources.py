@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
+from core_builders import bare_hpa
+
 from hpactl.core.decide import MetricRequest
 from hpactl.core.metric_sources import metric_sources, with_sources
-from hpactl.model.hpa import HPA, hpa_from_raw
+from hpactl.model.hpa import HPA
 from hpactl.model.metric_providers import MetricProvider, providers_from_raw, route
 
 
 def _hpa(sources: str | None) -> HPA:
-    meta: dict[str, object] = {"name": "web", "namespace": "ns"}
-    if sources is not None:
-        meta["annotations"] = {"hpactl.dev/metric-sources": sources}
-    return hpa_from_raw(
-        {
-            "apiVersion": "autoscaling/v2",
-            "kind": "HorizontalPodAutoscaler",
-            "metadata": meta,
-            "spec": {
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                "maxReplicas": 5,
-            },
-        }
-    )
+    return bare_hpa(None if sources is None else {"hpactl.dev/metric-sources": sources})
 
 
 def test_annotation_sets_the_source_of_named_non_resource_metrics_only() -> None:

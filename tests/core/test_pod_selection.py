@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from core_builders import bare_hpa
+
 from hpactl.cache.projections import workload_scale_from_raw
 from hpactl.core.extension_conditions import annotation_problems, apply_problems
 from hpactl.core.pod_selection import (
@@ -13,28 +15,10 @@ from hpactl.core.pod_selection import (
     owner_uids,
     selection_strategy,
 )
-from hpactl.model.hpa import HPA, hpa_from_raw
 from hpactl.model.metrics import ExternalMetricValues, PodMetric
 from hpactl.model.pod import PodView, pod_view_from_raw
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _hpa(annotations: dict[str, str] | None = None) -> HPA:
-    meta: dict[str, object] = {"name": "web", "namespace": "ns"}
-    if annotations is not None:
-        meta["annotations"] = annotations
-    return hpa_from_raw(
-        {
-            "apiVersion": "autoscaling/v2",
-            "kind": "HorizontalPodAutoscaler",
-            "metadata": meta,
-            "spec": {
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                "maxReplicas": 5,
-            },
-        }
-    )
 
 
 def _pod(name: str, owners: list[dict[str, object]] | None = None) -> PodView:
@@ -45,14 +29,14 @@ def _pod(name: str, owners: list[dict[str, object]] | None = None) -> PodView:
 
 
 def test_strategy_from_the_annotation_only_with_the_gate() -> None:
-    annotated = _hpa({"hpactl.dev/selection-strategy": "OwnerReference"})
+    annotated = bare_hpa({"hpactl.dev/selection-strategy": "OwnerReference"})
     assert selection_strategy(annotated, True).strategy == OWNER_REFERENCE
     assert selection_strategy(annotated, False).strategy == LABEL_SELECTOR
-    assert selection_strategy(_hpa(), True).strategy == LABEL_SELECTOR
-    bad = selection_strategy(_hpa({"hpactl.dev/selection-strategy": "OwnerReferences"}), True)
+    assert selection_strategy(bare_hpa(), True).strategy == LABEL_SELECTOR
+    bad = selection_strategy(bare_hpa({"hpactl.dev/selection-strategy": "OwnerReferences"}), True)
     assert bad.strategy == LABEL_SELECTOR and bad.error is not None
     assert "'OwnerReferences'" in bad.error
-    bad_hpa = _hpa({"hpactl.dev/selection-strategy": "OwnerReferences"})
+    bad_hpa = bare_hpa({"hpactl.dev/selection-strategy": "OwnerReferences"})
     (problem,) = annotation_problems(bad_hpa, selection_strategy=True)
     assert (problem.reason, problem.message) == ("InvalidSelectionStrategy", bad.error)
     conds = apply_problems((), (problem,), NOW)
@@ -60,7 +44,9 @@ def test_strategy_from_the_annotation_only_with_the_gate() -> None:
         ("AnnotationsValid", "False", "InvalidSelectionStrategy", bad.error)
     ]
     assert annotation_problems(bad_hpa, selection_strategy=False) == ()
-    assert apply_problems(conds, annotation_problems(_hpa(), selection_strategy=True), NOW) == ()
+    assert (
+        apply_problems(conds, annotation_problems(bare_hpa(), selection_strategy=True), NOW) == ()
+    )
 
 
 def test_controller_owner_is_projected() -> None:
