@@ -218,6 +218,17 @@ def _rv_int(rv: str) -> int | None:
         return None
 
 
+def _event_parts(event: Mapping[str, Any]) -> tuple[Any, Mapping[str, Any]]:
+    """A watch event's type and object; an ERROR event raises the error it carries."""
+    etype = event.get("type")
+    obj = event.get("object")
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"watch event without an object: {str(event)[:200]}")
+    if etype == "ERROR":
+        raise error_from_status(obj)
+    return etype, obj
+
+
 async def _close(stream: Any) -> None:
     """Close a watch stream (an async generator, or anything with ``aclose``), quietly:
     it is being abandoned, and a failure to close it changes nothing."""
@@ -594,12 +605,7 @@ class Reflector(Generic[T]):
         keep = False
         try:
             async for event in stream:
-                etype = event.get("type")
-                obj = event.get("object")
-                if not isinstance(obj, Mapping):
-                    raise ValueError(f"watch event without an object: {str(event)[:200]}")
-                if etype == "ERROR":
-                    raise error_from_status(obj)
+                etype, obj = _event_parts(event)
                 if etype == "BOOKMARK":
                     meta = obj.get("metadata")
                     if isinstance(meta, Mapping):
@@ -695,12 +701,7 @@ class Reflector(Generic[T]):
             raise _ShortWatch("very short watch: the server closed it before any event")
 
     def _handle_event(self, event: Mapping[str, Any]) -> None:
-        etype = event.get("type")
-        obj = event.get("object")
-        if not isinstance(obj, Mapping):
-            raise ValueError(f"watch event without an object: {str(event)[:200]}")
-        if etype == "ERROR":
-            raise error_from_status(obj)
+        etype, obj = _event_parts(event)
         meta = obj.get("metadata")
         rv = str(meta.get("resourceVersion") or "") if isinstance(meta, Mapping) else ""
         self._check_regression(rv, "watch")
