@@ -3,13 +3,12 @@ answered as kube-apiserver answers them (raw HTTP, and the real kubectl)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.kubectl import needs_kubectl, run_kubectl
 
 from hpactl.emulator import Emulator
 
@@ -263,23 +262,6 @@ async def test_without_auth_nothing_authenticates_and_everything_is_allowed() ->
 
 # --------------------------------------------------------------------------- kubectl
 
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
-
-
-async def kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        "kubectl",
-        "--kubeconfig",
-        str(kubeconfig),
-        f"--cache-dir={kubeconfig.parent / '.kube-cache'}",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
 
 @needs_kubectl
 async def test_kubectl_creates_reviews(tmp_path: Path) -> None:
@@ -291,18 +273,18 @@ async def test_kubectl_creates_reviews(tmp_path: Path) -> None:
         )
         review = tmp_path / "tokenreview.yaml"
         review.write_text(json.dumps(token_review(token)))
-        code, out, err = await kubectl(admin, "create", "-f", str(review), "-o", "json")
+        code, out, err = await run_kubectl(admin, "create", "-f", str(review), "-o", "json")
         assert code == 0, err
         status = json.loads(out)["status"]
         assert status["authenticated"] is True and status["user"]["username"] == SA_USER
         sar = tmp_path / "sar.yaml"
         user = status["user"]
         sar.write_text(json.dumps(metrics_review(user["username"], user["groups"])))
-        code, out, err = await kubectl(admin, "create", "-f", str(sar), "-o", "json")
+        code, out, err = await run_kubectl(admin, "create", "-f", str(sar), "-o", "json")
         assert code == 0, err
         assert json.loads(out)["status"]["allowed"] is True
         # The same request from an account without the right: kubectl shows the 403.
         sa = emu.write_kubeconfig(tmp_path / "sa", token=token)
-        code, out, err = await kubectl(sa, "create", "-f", str(review), "-o", "json")
+        code, out, err = await run_kubectl(sa, "create", "-f", str(review), "-o", "json")
         assert code != 0
         assert 'cannot create resource "tokenreviews" in API group "authentication.k8s.io"' in err

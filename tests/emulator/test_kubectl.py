@@ -7,10 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.kubectl import needs_kubectl, run_kubectl
 
 from hpactl.emulator import Emulator
 
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not on PATH")
+pytestmark = needs_kubectl
 
 APP = """\
 apiVersion: apps/v1
@@ -49,21 +50,11 @@ spec:
 
 
 async def kubectl(kubeconfig: Path, *args: str, check: bool = True, timeout: float = 30) -> str:
-    proc = await asyncio.create_subprocess_exec(
-        "kubectl",
-        "--kubeconfig",
-        str(kubeconfig),
-        # A discovery cache per kubeconfig: ports are reused between emulators.
-        f"--cache-dir={kubeconfig.parent / '.kube-cache'}",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(kubeconfig.parent),
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    text = out.decode() + err.decode()
+    """stdout and stderr together; ``check``: the command must succeed."""
+    code, out, err = await run_kubectl(kubeconfig, *args, timeout=timeout)
+    text = out + err
     if check:
-        assert proc.returncode == 0, text
+        assert code == 0, text
     return text
 
 

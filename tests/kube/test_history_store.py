@@ -3,7 +3,6 @@ split and merge, fencing by epoch, and garbage that loads as empty."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import gzip
 import json
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.kubectl import run_kubectl
 
 from hpactl.core.history import History, Recommendation, ScaleEvent
 from hpactl.core.history_codec import HistoryRecord, decode_histories, encode_histories
@@ -311,18 +311,9 @@ async def test_garbage_written_with_kubectl(
 
 
 async def kubectl(kubeconfig: Path, *args: str) -> str:
-    proc = await asyncio.create_subprocess_exec(
-        "kubectl",
-        "--kubeconfig",
-        str(kubeconfig),
-        f"--cache-dir={kubeconfig.parent / '.kube-cache'}",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert proc.returncode == 0, out.decode() + err.decode()
-    return out.decode()
+    code, out, err = await run_kubectl(kubeconfig, *args)
+    assert code == 0, out + err
+    return out
 
 
 def doc_with(extra: dict[str, Any]) -> bytes:
