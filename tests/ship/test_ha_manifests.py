@@ -433,14 +433,22 @@ def _touched(emu: Emulator, shard: int) -> bool:
     return "example.com/touched" in ann
 
 
-@needs_kubectl
-async def test_two_replicas_share_the_shards_under_the_ha_rbac(cluster: Cluster) -> None:
+async def _ha_cluster(cluster: Cluster) -> RecordingAuthorizer:
+    """The ha RBAC applied, the apps and the team namespaces seeded; what the
+    ServiceAccount asks is recorded from here on."""
     emu = cluster.emu
     recorder = RecordingAuthorizer(emu.server.hooks.authorizer, SA_USER)
     emu.server.hooks.authorizer = recorder
     await _apply_rbac(cluster)
     seed_cluster(emu)
     _seed_teams(emu)
+    return recorder
+
+
+@needs_kubectl
+async def test_two_replicas_share_the_shards_under_the_ha_rbac(cluster: Cluster) -> None:
+    emu = cluster.emu
+    recorder = await _ha_cluster(cluster)
     scraper = _scraper_token(cluster)
     async with HpactlProcess(_argv(cluster)) as a, HpactlProcess(_argv(cluster)) as b:
         await a.wait_for_record("hpactl.sharding", 20)
@@ -506,11 +514,7 @@ async def test_two_replicas_share_the_shards_under_the_ha_rbac(cluster: Cluster)
 async def test_a_conflicting_history_write_is_read_again_and_retried(cluster: Cluster) -> None:
     """configmaps get: used when a history write conflicts (ONLY_ON_A_RARE_PATH)."""
     emu = cluster.emu
-    recorder = RecordingAuthorizer(emu.server.hooks.authorizer, SA_USER)
-    emu.server.hooks.authorizer = recorder
-    await _apply_rbac(cluster)
-    seed_cluster(emu)
-    _seed_teams(emu)
+    recorder = await _ha_cluster(cluster)
     shard = shard_of("default", SHARDS)
     async with HpactlProcess(_argv(cluster)) as proc:
         assert await poll(lambda: _history(emu, shard) is not None, 30), proc.output()
