@@ -908,19 +908,24 @@ def _yaml_error_line(exc: yaml.YAMLError) -> str:
     return f"invalid YAML: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
 
+def _read_text(path: str, flag: str) -> str:
+    """The file's text; a ConfigError naming ``flag`` when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ConfigError(f'{flag}: cannot read "{path}": {exc.strerror or exc}') from None
+    except UnicodeDecodeError:
+        raise ConfigError(f'{flag}: cannot read "{path}": not UTF-8 text') from None
+
+
 def read_config_file(path: str) -> dict[str, Any]:
     """Read a KubeControllerManagerConfiguration file into ``{setting key: value}``.
 
     Only the fields hpactl uses come back; the others are checked (known field,
     right shape for a section) and dropped.  ConfigError on anything else.
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ConfigError(f'--config: cannot read "{path}": {exc.strerror or exc}') from None
-    except UnicodeDecodeError:
-        raise ConfigError(f'--config: cannot read "{path}": not UTF-8 text') from None
+    text = _read_text(path, "--config")
     try:
         document = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -940,13 +945,7 @@ def read_metric_providers(
     path = config.metrics_providers_config or ""
     if not config.feature_gates.enabled(HPA_METRIC_SOURCE):
         raise ConfigError(f"{flag}: needs --feature-gates={HPA_METRIC_SOURCE}=true")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        raise ConfigError(f'{flag}: cannot read "{path}": {exc.strerror or exc}') from None
-    except UnicodeDecodeError:
-        raise ConfigError(f'{flag}: cannot read "{path}": not UTF-8 text') from None
+    text = _read_text(path, flag)
     try:
         document = yaml.load(text, Loader=_StrictLoader)
         providers = providers_from_raw(document)
