@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -120,6 +121,16 @@ def apply_json_patch(obj: Obj, ops: list[Obj]) -> Obj:
         else:
             raise AssertionError(f"unexpected patch operation {op}")
     return out
+
+
+@dataclass
+class Cluster:
+    """An emulator with authentication and RBAC enforced, serving https (kubectl sends a
+    kubeconfig's token only to https servers); the admin kubeconfig carries its CA."""
+
+    emu: Emulator
+    admin_kubeconfig: Path
+    tmp: Path
 
 
 # --------------------------------------------------------------------------- kubectl

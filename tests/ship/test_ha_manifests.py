@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from .support import (
     K8S_VERSION,
     MANIFESTS_ROOT,
     SA_USER,
+    Cluster,
     HpactlProcess,
     RecordingAuthorizer,
     apply_json_patch,
@@ -63,7 +64,7 @@ from .support import (
 from .support import (
     uses_verb as _uses,
 )
-from .test_manifests import Cluster, _log_texts, _permissions, _scrape, _scraper_token
+from .test_manifests import _log_texts, _permissions, _scrape, _scraper_token
 
 Obj = dict[str, Any]
 HA = MANIFESTS_ROOT / "ha"
@@ -198,12 +199,6 @@ async def test_kubectl_kustomize_renders_the_base_the_role_and_the_patched_deplo
 
 
 # --------------------------------------------------------------------------- the cluster
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with Emulator(auth=True, tls=True, bookmark_interval=0.5) as emu:
-        yield Cluster(emu, emu.write_kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path)
 
 
 def _team_namespaces() -> list[str]:

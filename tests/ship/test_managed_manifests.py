@@ -16,8 +16,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,6 @@ import pytest
 import yaml
 
 from hpactl.cli.run_cmd import parse_run_config
-from hpactl.emulator import Emulator
 from hpactl.model import crd
 
 from .support import (
@@ -35,6 +32,7 @@ from .support import (
     K8S_VERSION,
     MANIFESTS_ROOT,
     SA_USER,
+    Cluster,
     HpactlProcess,
     RecordingAuthorizer,
     apply_json_patch,
@@ -162,19 +160,6 @@ async def test_kubectl_kustomize_renders_the_overlay(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- the cluster
-
-
-@dataclass
-class Cluster:
-    emu: Emulator
-    admin_kubeconfig: Path
-    tmp: Path
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with Emulator(auth=True, tls=True, bookmark_interval=0.5) as emu:
-        yield Cluster(emu, emu.write_kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path)
 
 
 def _deployment(name: str, replicas: int) -> Obj:

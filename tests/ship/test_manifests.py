@@ -24,8 +24,6 @@ import copy
 import json
 import re
 import ssl
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +42,7 @@ from .support import (
     K8S_VERSION,
     MANIFESTS,
     SA_USER,
+    Cluster,
     HpactlProcess,
     RecordingAuthorizer,
     events,
@@ -221,21 +220,6 @@ def _key(obj: Obj) -> tuple[str, str, str, str]:
 
 
 # --------------------------------------------------------------------------- against the emulator
-
-
-@dataclass
-class Cluster:
-    emu: Emulator
-    admin_kubeconfig: Path
-    tmp: Path
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    """An emulator with authentication and RBAC enforcement, serving https (kubectl sends
-    a kubeconfig's token only to https servers); kubeconfigs carry its CA."""
-    async with Emulator(auth=True, tls=True, bookmark_interval=0.5) as emu:
-        yield Cluster(emu, emu.write_kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path)
 
 
 def _stored(emu: Emulator, obj: Obj) -> Obj | None:

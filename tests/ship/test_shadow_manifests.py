@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +31,7 @@ from hpactl.emulator import Emulator
 from .support import (
     HPACTL_NAMESPACE,
     MANIFESTS_ROOT,
+    Cluster,
     HpactlProcess,
     RecordingAuthorizer,
     hpactl_argv,
@@ -149,19 +148,6 @@ async def test_kubectl_kustomize_renders_the_overlay(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- against the emulator
-
-
-@dataclass
-class Cluster:
-    emu: Emulator
-    admin_kubeconfig: Path
-    tmp: Path
-
-
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
-    async with Emulator(auth=True, tls=True, bookmark_interval=0.5) as emu:
-        yield Cluster(emu, emu.write_kubeconfig(tmp_path / "admin.kubeconfig"), tmp_path)
 
 
 async def _apply(cluster: Cluster, drop: int | None = None) -> None:
