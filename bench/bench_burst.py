@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import multiprocessing
 import os
 import sys
 import time
@@ -193,28 +192,13 @@ def main() -> None:
     p.add_argument("run_argv", nargs="*", help="hpactl run flags (after --)")
     args = p.parse_args()
     logging.disable(logging.WARNING)
-    per_ns = max(1, args.hpas // args.namespaces)
-    parent, child = multiprocessing.Pipe()
-    emu = multiprocessing.Process(
-        target=scale.serve, args=(child, args.hpas, per_ns, args.pods), daemon=True
+    scale.on_warm_cluster(
+        args.hpas,
+        args.namespaces,
+        args.pods,
+        args.run_argv,
+        lambda url, rpc: asyncio.run(measure(args, url, rpc)),
     )
-    emu.start()
-    url, load_s = scale._recv(parent, emu, "emulator")
-    print(f"emulator: pid {emu.pid}, {args.hpas} HPAs, loaded in {load_s:.1f} s")
-    try:
-        wp, wc = multiprocessing.Pipe()
-        w = multiprocessing.Process(
-            target=scale.warm_up, args=(url, args.run_argv, wc), daemon=True
-        )
-        w.start()
-        synced, written = scale._recv(wp, w, "warm-up")
-        w.join(60)
-        print(f"warm-up: {synced} HPAs synced, {written} statuses written")
-        asyncio.run(measure(args, url, scale.Rpc(parent)))
-    finally:
-        parent.send(("stop", None))
-        parent.recv()
-        emu.join(10)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ import os
 import pstats
 import resource
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any
@@ -618,6 +618,35 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             f"that found {unreachable} unreachable objects); peak (VmHWM) {maxrss:.0f} MiB"
         )
     devnull.close()
+
+
+def on_warm_cluster(
+    hpas: int,
+    namespaces: int,
+    pods: int,
+    run_argv: list[str],
+    measure: Callable[[str, Rpc], None],
+) -> None:
+    """Run ``measure(url, rpc)`` against an emulator child process loaded with ``hpas``
+    HPAs whose statuses a warm-up controller has written; stop the emulator after."""
+    per_ns = max(1, hpas // namespaces)
+    parent, child = multiprocessing.Pipe()
+    emu = multiprocessing.Process(target=serve, args=(child, hpas, per_ns, pods), daemon=True)
+    emu.start()
+    url, load_s = _recv(parent, emu, "emulator")
+    print(f"emulator: pid {emu.pid}, {hpas} HPAs, loaded in {load_s:.1f} s")
+    try:
+        wp, wc = multiprocessing.Pipe()
+        w = multiprocessing.Process(target=warm_up, args=(url, run_argv, wc), daemon=True)
+        w.start()
+        synced, written = _recv(wp, w, "warm-up")
+        w.join(60)
+        print(f"warm-up: {synced} HPAs synced, {written} statuses written")
+        measure(url, Rpc(parent))
+    finally:
+        parent.send(("stop", None))
+        parent.recv()
+        emu.join(10)
 
 
 def _recv(conn: Connection, proc: multiprocessing.Process, what: str) -> Any:
