@@ -431,10 +431,6 @@ class HorizontalController:
         keys = self.hpas.keys()
         return [k for k in keys if self.shard_of(k) == shard]
 
-    @property
-    def held_shards(self) -> list[int]:
-        return sorted(self._held)
-
     def start_shard(
         self, shard: int, fence: Callable[[], bool], histories: Mapping[str, History] | None = None
     ) -> None:

@@ -104,7 +104,6 @@ class HistoryKeeper:
         self._stores: dict[int | None, HistoryStore] = {}
         self._on_fenced = on_fenced
         self._metrics = metrics
-        self.writes = 0  # objects written, for tests and the benchmark
 
     def store_name(self, shard: int | None) -> str:
         base = f"{self.lock_name}-history"
@@ -204,7 +203,6 @@ class HistoryKeeper:
                 "hpactl.history_write_failed", history=self.store_name(held.shard), error=str(exc)
             )
             return 0
-        self.writes += n
         self._count("written", n)
         if n:
             log.debug("hpactl.history_written", history=self.store_name(held.shard), objects=n)
