@@ -81,7 +81,10 @@ async def _run(
     # Every healthy HPA kept its schedule: synced once per period, never late by more
     # than the bound, never a gap longer than a period plus the bound.
     assert worst <= lag_bound, f"max schedule lag {worst:.2f} s > {lag_bound} s"
-    assert min(counts.values()) >= int(run_for / period), sorted(counts.items())[:5]
+    # Each HPA's phase in the period is spread, so a window of k periods holds k or
+    # k - 1 sync starts (starts at 5.0 and 10.0 s of a 15 s window: gaps of exactly
+    # one period, two syncs); the gaps below bound the edges as well.
+    assert min(counts.values()) >= int(run_for / period) - 1, sorted(counts.items())[:5]
     late = {k: g for k, g in gaps.items() if g > period + lag_bound}
     assert not late, f"{len(late)} healthy HPAs went longer than a period: {list(late.items())[:5]}"
 
