@@ -157,6 +157,7 @@ def test_deploy_holds_one_file_per_install_each_with_the_release_image() -> None
     assert names == [
         "install-ha.yaml",
         "install-managed.yaml",
+        "install-shadow-crd.yaml",
         "install-shadow.yaml",
         "install.yaml",
         "monitoring.yaml",
