@@ -14,7 +14,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -158,6 +158,22 @@ async def wait_until(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not pred():
+        if proc is not None and proc.proc.returncode is not None:
+            tail = "\n".join(proc.raw[-30:])
+            raise AssertionError(f"hpactl exited ({proc.proc.returncode}) while waiting:\n{tail}")
+        if loop.time() > deadline:
+            tail = "\n".join(proc.raw[-30:]) if proc is not None else ""
+            raise AssertionError(f"timed out waiting for {what or pred}\n{tail}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_until_async(
+    pred: Callable[[], Awaitable[bool]], timeout: float, proc: Proc | None = None, what: str = ""
+) -> None:
+    """``wait_until`` for a probe that must be awaited (an HTTP endpoint)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await pred():
         if proc is not None and proc.proc.returncode is not None:
             tail = "\n".join(proc.raw[-30:])
             raise AssertionError(f"hpactl exited ({proc.proc.returncode}) while waiting:\n{tail}")
@@ -352,10 +368,7 @@ async def test_leader_hand_over_without_double_scale_and_clean_sigterm(
         async def standby_ready() -> bool:
             return await second.readyz() == 200
 
-        for _ in range(100):
-            if await standby_ready():
-                break
-            await asyncio.sleep(0.05)
+        await wait_until_async(standby_ready, 30, second, "the standby ready")
         fams = await second.metrics()
         assert fams["hpactl_leader"].samples[0].value == 0.0
         assert _total(fams, "horizontal_pod_autoscaler_controller_reconciliations") == 0
@@ -372,11 +385,10 @@ async def test_leader_hand_over_without_double_scale_and_clean_sigterm(
                 await second.metrics(), "horizontal_pod_autoscaler_controller_reconciliations"
             )
 
-        for _ in range(200):
-            if await reconciled() >= 2:
-                break
-            await asyncio.sleep(0.05)
-        assert await reconciled() >= 2
+        async def twice() -> bool:
+            return await reconciled() >= 2
+
+        await wait_until_async(twice, 30, second, "two syncs by the new leader")
         assert _replicas(emu) == 4
         (rescale,) = events(emu, reason="SuccessfulRescale")
         assert rescale["count"] == 1  # one scale-up for one need, across two leaders
@@ -443,7 +455,8 @@ async def test_a_paused_leader_writes_nothing_once_it_resumes_without_the_lease(
         await wait_until(lambda: a.logged("hpactl.leading") is not None, 30, a, "A leads")
         b: Proc = await spawn([f"--master={via_b.url}", *_args(emu, *le)[1:]])
         await wait_until(lambda: b.logged("hpactl.electing") is not None, 30, b, "B elects")
-        await asyncio.sleep(1.5)  # A syncs the HPA at least once: its caches are warm
+        # A syncs the HPA at least once: its caches are warm.
+        await wait_until(lambda: a.logged("hpa.synced") is not None, 30, a, "A syncs")
 
         a.proc.send_signal(signal.SIGSTOP)
         try:
@@ -469,12 +482,12 @@ async def test_a_paused_leader_writes_nothing_once_it_resumes_without_the_lease(
         assert late == [], f"the old leader wrote after resuming: {late}"
         assert holder() == leader_b["identity"]
         assert _replicas(emu) == 4
+
         # A is a standby again once its caches are relisted; B keeps leading.
-        for _ in range(100):
-            if await a.readyz() == 200:
-                break
-            await asyncio.sleep(0.05)
-        assert await a.readyz() == 200
+        async def a_ready() -> bool:
+            return await a.readyz() == 200
+
+        await wait_until_async(a_ready, 30, a, "A ready as a standby")
         assert via_b.writes(), "B, the leader, did write"
 
 
