@@ -44,6 +44,11 @@ PERIOD = 1.0  # --horizontal-pod-autoscaler-sync-period
 WINDOW = 15.0  # the scale-down stabilization window
 KILL_AT = 6.0  # seconds into the window
 LEASE, RETRY = 3.0, 0.25
+#: What a scale may lag the sync it is due at, beyond the period: the sync's schedule
+#: lag and duration and the test's 50 ms sampling, on a host loaded by seven processes.
+#: The defects these tests catch are larger: a window or a rate period started over
+#: at the takeover (upstream's, variant c) moves the scale by 5 s or more.
+SLACK = 2.5
 GATE_ON = "--feature-gates=HPAHistoryPersistence=true"
 LOCK = "hpactl-hf"
 
@@ -209,11 +214,11 @@ async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_th
         }
         print(f"[history failover] scale-down after the last high entry left the window: {late}")
         for name, t in late.items():
-            assert -0.1 <= t <= PERIOD + 0.7, (name, late, rel)
+            assert -0.1 <= t <= PERIOD + SLACK, (name, late, rel)
         # (b) as (a): the next leader read the history the killed one persisted.
         leading_b = next(e for e in b.procs[1].logs if e.get("msg") == "hpactl.leading")
         assert leading_b["histories"] == 1
-        assert abs(down_b - down_a) <= PERIOD + 1.0, rel
+        assert abs(down_b - down_a) <= PERIOD + SLACK, rel
         assert down_b >= lead_b + 2 * PERIOD, "(b) scaled down right after the takeover"
         # (c) upstream: the window started over at the takeover.
         leading_c = next(e for e in c.procs[1].logs if e.get("msg") == "hpactl.leading")
@@ -224,7 +229,7 @@ async def test_scale_down_held_by_the_window_survives_a_leader_kill_only_with_th
         assert await d.procs[0].stop() == 0
         leading_d = next(e for e in d.procs[1].logs if e.get("msg") == "hpactl.leading")
         assert leading_d["histories"] == 1
-        assert abs(down_d - down_a) <= PERIOD + 1.0, rel
+        assert abs(down_d - down_a) <= PERIOD + SLACK, rel
         assert down_d >= lead_d + 2 * PERIOD, "(d) scaled down right after the hand-off"
         # (b)'s history is in the cluster and decodes; (c) wrote none.
         cm = b.emu.store.get("", "configmaps", "kube-system", f"{LOCK}-history")
@@ -297,17 +302,18 @@ async def test_scale_up_rate_limit_survives_a_leader_kill_only_with_the_gate(
         for name, ts in adds.items():
             assert len(ts) == 2, (name, adds)  # 1 -> 2, 2 -> 3, each once
         (a2, a3), (b2, b3), (c2, c3) = adds["a"], adds["b"], adds["c"]
-        assert a3 - a2 >= RATE_PERIOD - 0.5
+        # (proxy timestamps, taken by this test's loop: one taken late shortens a gap)
+        assert a3 - a2 >= RATE_PERIOD - SLACK
         # (b): not one pod more before 20 s since the last add, although B led long before.
         lead_b = _lead_time(b, b.procs[1])
         assert b2 < killed < lead_b < b3
-        assert b3 - b2 >= RATE_PERIOD - 0.5, adds
-        assert abs((b3 - b2) - (a3 - a2)) <= PERIOD + 1.0, adds
+        assert b3 - b2 >= RATE_PERIOD - SLACK, adds
+        assert abs((b3 - b2) - (a3 - a2)) <= PERIOD + SLACK, adds
         # (c): upstream, the new leader adds at once (its first sync after the takeover).
         lead_c = _lead_time(c, c.procs[1])
         assert c2 < killed < lead_c < c3
         assert c3 - c2 < RATE_PERIOD - 5, adds
-        assert c3 - lead_c <= 2 * PERIOD + 1.0, adds
+        assert c3 - lead_c <= 2 * PERIOD + SLACK, adds
 
 
 # ------------------------------------------------------------------- garbage at load

@@ -37,6 +37,10 @@ LEASE, RETRY, PERIOD = 3.0, 0.25, 1.0
 #: duration, a few retry periods (LIST, elector retry, hand-off), and slack for a busy
 #: host running several processes.
 SETTLE = LEASE + 8 * RETRY + 2.0
+#: What a scale-down may lag the sync it is due at, beyond the period: the sync's
+#: schedule lag and duration and the test's 50 ms sampling, on a busy host. A window
+#: started over at the takeover or hand-off would move it by 6 s or more.
+SLACK = 2.5
 GATE_ON = "--feature-gates=HPAHistoryPersistence=true"
 
 
@@ -360,7 +364,7 @@ def _first_lease_write(r: Replica, lock: str, shards: set[int], since: float = 0
 def _assert_down_as_the_window_ends(late: dict[str, float]) -> None:
     """Every namespace scaled down at the first sync after its window ended (see ``_late``)."""
     for ns, t in late.items():
-        assert -0.1 <= t <= PERIOD + 0.7, (ns, late)
+        assert -0.1 <= t <= PERIOD + SLACK, (ns, late)
 
 
 def _late(down: dict[str, float], last_high: dict[str, float]) -> dict[str, float]:
