@@ -23,9 +23,13 @@ It prints:
 * the reaction time of each rescaled HPA: from the change (the emulator answering the
   metrics update) to its scale write returning, p50 / p99 / max.
 
-``--share-window W`` is the what-if of a shorter metrics-sharing window: a
-namespace's shared PodMetrics list is reused for W seconds instead of one period
-(its age bounds the reaction time: at most a period plus W).
+``--share-window W`` sets the metrics-sharing window: a namespace's shared PodMetrics
+list is served for at most W seconds (default 5 s, ``SharedMetricsFetcher``); the
+schedule clusters a namespace's ticks in a short slot, so the reaction is at most a
+period plus that slot. ``--unclustered`` is the what-if of the code before
+(2e41d40): each HPA's tick anywhere in the period by a hash of its key, and a shared
+answer served for a whole period (W = period), so a decision may rest on data up to
+a period old.
 
 ``--hold-slots`` is the what-if of the code before: a sync keeps its worker slot while
 it waits for write tokens (``release_slot`` patched to do nothing).
@@ -101,8 +105,19 @@ async def measure(args: argparse.Namespace, url: str, rpc: scale.Rpc) -> None:
     async with ControllerApp(cfg, env={}, master=url, sync_timeout=600) as app:
         tune_gc()
         if args.share_window and app.fetcher is not None:
-            # what-if: shared metrics answers at most W seconds old (not one period)
-            app.fetcher._period = args.share_window
+            app.fetcher.share_window = args.share_window
+        if args.unclustered:
+            import hpactl.controller.scheduling as scheduling
+
+            # before: ticks spread by key over the whole period, answers kept a period
+            spread = scheduling.spread_offset
+
+            def anywhere(key: str, p: float, _base: float, _count: int) -> float:
+                return spread(key, p)
+
+            setattr(scheduling, "tick_phase", anywhere)  # noqa: B010
+            if app.fetcher is not None:
+                app.fetcher.share_window = period
         n = args.hpas
         per_ns = max(1, n // args.namespaces)
         n_change = int(n * args.change)
@@ -187,7 +202,12 @@ def main() -> None:
         type=float,
         default=0.0,
         metavar="W",
-        help="what-if: a namespace's shared metrics answer is reused for W s, not a period",
+        help="a namespace's shared metrics answer is served for at most W s (default 5)",
+    )
+    p.add_argument(
+        "--unclustered",
+        action="store_true",
+        help="before: ticks spread over the period by key, answers shared for a period",
     )
     p.add_argument("run_argv", nargs="*", help="hpactl run flags (after --)")
     args = p.parse_args()

@@ -7,23 +7,39 @@ worker tasks take keys from it and sync them. Keys due together run back to back
 a key costs no task of its own between syncs (at 10,000 HPAs, per-key sleeping tasks
 made each tick allocate several futures and kept the collector busy).
 
-- A key added while running (a new HPA) is synced at once, as upstream 1.37 does.
-  Keys known when the supervisor starts (the informer's initial list) get their first
-  sync spread over one period by a stable hash of the key, so ten thousand HPAs do
-  not fire together.
+- Ticks are placed per namespace (:func:`tick_phase`): each namespace has a stable
+  phase in the period (a hash of its name), and its HPAs tick inside a short slot
+  right after it, at stable positions (a hash of the key), the slot
+  ``SLOT_PER_HPA`` seconds wide per HPA of the namespace (at most half a period).
+  The HPAs of a namespace read their pod metrics from one shared list
+  (``hpactl.metrics.shared``): clustered, one list right before their decisions
+  serves them all, so an HPA decides on metrics at most a slot old, not a period;
+  the namespaces stay staggered over the period, and a large namespace's syncs are
+  spread over its wider slot rather than bunched.
+- A key's ticks are the times ``phase + k * period`` on the clock (its "grid"). Keys
+  known when the supervisor starts (the informer's initial list) or taken over
+  (``add_spread``) first sync at their next grid point, so ten thousand HPAs do not
+  fire together. A key added while running (a new HPA) is synced at once, as upstream
+  1.37 does; its next tick is the first grid point at least one period later (so
+  once a gap between one and two periods, never less than one). The phase is fixed
+  when the key is placed (a namespace growing does not move its placed keys).
 - One key is never synced twice at once: a key is either waiting in the heap, queued,
   or being synced by exactly one worker.
 - After a sync the next tick is the previous tick plus one period (fixed rate, so the
-  spread holds); a sync that overran its period skips the missed ticks rather than
-  bursting to catch up.
+  placement holds); a sync that overran its period skips the missed ticks rather than
+  bursting to catch up, and a sync off the grid (woken, new) returns to it at the
+  first grid point one period or more after it.
 - ``wake(key)`` brings the next sync forward to now (a spec change under the
   HPAGeneration gate); a key woken while queued or syncing is synced again as soon as
   that sync ends. ``remove(key)`` drops a pending tick (cancelling a sync in flight)
   and calls ``forget``.
 - Per-key periods (KEP-6003, ``period_of``): each key's ticks are its own period
-  apart, read after each sync (and at the first spread), so a changed period
-  applies from the next tick on; ``reperiod(key)`` applies it to the tick already
-  waiting (a shorter period brings it forward, never before now).
+  apart, read after each sync (and at the first placement), so a changed period
+  applies from the next tick on (at the first point of the new period's grid one new
+  period or more after the last tick); ``reperiod(key)`` applies it to the tick
+  already waiting (a shorter period brings it forward, never before now). Phases
+  are anchored on one base (the default period) and taken modulo the key's period,
+  so a namespace's HPAs at multiples of one another's periods still tick together.
 - A failing sync is logged by the caller's sync function; whatever escapes is caught
   here and the key is retried on its next tick: a worker never dies of it.
 - A sync waiting for a write token does not hold a worker (``release_slot``): before
@@ -125,12 +141,45 @@ def spread_offset(key: str, period: float) -> float:
     return (zlib.crc32(key.encode()) / 2**32) * period
 
 
+#: Seconds of a namespace's slot per HPA of the namespace: 100 HPAs tick within 0.5 s.
+SLOT_PER_HPA = 0.005
+
+# Two times closer than this are the same grid point (ticks are sums of floats).
+_EPS = 1e-6
+
+
+def namespace_of(key: str) -> str:
+    return key.partition("/")[0]
+
+
+def slot_width(count: int, period: float) -> float:
+    """How long a namespace of ``count`` HPAs takes to tick: wider when larger, at most P/2."""
+    return min(period / 2, max(1, count) * SLOT_PER_HPA)
+
+
+def tick_phase(key: str, period: float, base: float, count: int) -> float:
+    """Where in each ``period`` ``key`` ticks, in [0, period): its namespace's phase
+    (a stable hash of the name times ``base``) plus its place in the namespace's slot
+    (``count`` HPAs wide, :func:`slot_width`)."""
+    ns_phase = spread_offset(namespace_of(key), base)
+    return (ns_phase + spread_offset(key, slot_width(count, period))) % period
+
+
+def grid_ceil(t: float, phase: float, period: float) -> float:
+    """The first time at or after ``t`` that is ``phase`` modulo ``period``."""
+    d = (phase - t) % period
+    return t if d >= period - _EPS else t + d
+
+
 class _KeySchedule:
     __slots__ = (
         "due",
         "gen",
         "key",
+        "on_grid",
         "period",
+        "phase",
+        "phase_period",
         "started",
         "state",
         "syncing_since",
@@ -145,6 +194,9 @@ class _KeySchedule:
         self.gen = 0  # bumped to invalidate the key's entry in the heap
         self.tick = 0.0  # the fixed-rate tick the next sync serves
         self.period = 0.0  # the period the waiting tick was computed with
+        self.phase = 0.0  # where in each period the key ticks (tick_phase) ...
+        self.phase_period = 0.0  # ... for this period (0: not placed yet)
+        self.on_grid = False  # ``tick`` is a point of the key's grid
         self.started = 0.0  # when the sync being served was handed to the workers
         self.due = 0.0  # the due time it was handed over for
         self.syncing_since = 0.0  # when a worker started its sync
@@ -180,6 +232,7 @@ class SyncSupervisor:
         self._period_of = period_of
         self._observer = observer
         self._keys: dict[str, _KeySchedule] = {}
+        self._per_ns: dict[str, int] = {}  # keys per namespace, for the slot widths
         self._running = False
         self._heap: list[_Entry] = []
         self._seq = itertools.count()
@@ -210,12 +263,12 @@ class SyncSupervisor:
         self._ready = asyncio.Queue()
         self._slots = asyncio.Semaphore(self._concurrency)
         now = self._clock.monotonic()
-        for key in sorted(set(initial_keys) | set(self._keys)):
-            sched = self._keys.get(key)
-            if sched is None:
-                sched = self._keys[key] = _KeySchedule(key)
-            sched.period = self._key_period(key)
-            sched.tick = now + spread_offset(key, sched.period)
+        for key in set(initial_keys) - set(self._keys):
+            self._new_key(key)
+        for key in sorted(self._keys):
+            sched = self._keys[key]
+            sched.phase_period = 0.0  # placed anew, with today's namespace sizes
+            self._place(sched, now)
             self._push(sched, now if sched.woken else sched.tick)
             sched.woken = False
         for _ in range(self._concurrency):
@@ -253,9 +306,9 @@ class SyncSupervisor:
     def add(self, key: str) -> None:
         if key in self._keys:
             return
-        sched = self._keys[key] = _KeySchedule(key)
+        sched = self._new_key(key)
         if self._running:
-            sched.tick = self._clock.monotonic()
+            sched.tick = self._clock.monotonic()  # off the grid until its next tick
             self._push(sched, sched.tick)
 
     def wake(self, key: str) -> None:
@@ -268,7 +321,7 @@ class SyncSupervisor:
             sched.woken = True
 
     def remove(self, key: str) -> None:
-        sched = self._keys.pop(key, None)
+        sched = self._drop_key(key)
         if sched is not None:
             sched.gen += 1  # its heap entry, if any, is now stale
             if sched.state == _SYNCING and sched.worker is not None:
@@ -286,28 +339,26 @@ class SyncSupervisor:
         period = self._key_period(key)
         if period == sched.period:
             return
-        tick = max(sched.tick - sched.period + period, self._clock.monotonic())
+        earliest = max(sched.tick - sched.period + period, self._clock.monotonic())
         sched.period = period
-        sched.tick = tick
-        self._push(sched, tick)
+        sched.tick = grid_ceil(earliest, self._phase(sched, period), period)
+        sched.on_grid = True
+        self._push(sched, sched.tick)
 
     def keys(self) -> list[str]:
         return list(self._keys)
 
     def add_spread(self, keys: Iterable[str]) -> None:
-        """Add ``keys`` with their first syncs spread over one period, as at ``start``.
+        """Add ``keys`` with their first syncs at their next grid points, as at ``start``.
 
         For a shard just taken over: its HPAs were synced by another replica moments
         ago, and thousands of them must not fire at once.
         """
         now = self._clock.monotonic()
-        for key in sorted(set(keys)):
-            if key in self._keys:
-                continue
-            sched = self._keys[key] = _KeySchedule(key)
-            if self._running:
-                sched.period = self._key_period(key)
-                sched.tick = now + spread_offset(key, sched.period)
+        fresh = [self._new_key(k) for k in sorted(set(keys)) if k not in self._keys]
+        if self._running:
+            for sched in fresh:  # placed once all are counted
+                self._place(sched, now)
                 self._push(sched, sched.tick)
 
     async def drain(self, keys: Iterable[str], grace: float | None = None) -> None:
@@ -318,7 +369,7 @@ class SyncSupervisor:
         """
         busy: list[_KeySchedule] = []
         for key in set(keys):
-            sched = self._keys.pop(key, None)
+            sched = self._drop_key(key)
             if sched is None:
                 continue
             sched.gen += 1  # its heap entry, if any, is now stale
@@ -356,6 +407,37 @@ class SyncSupervisor:
         return sched.period if sched is not None and sched.period else self._key_period(key)
 
     # -- internals ------------------------------------------------------------------
+
+    def _new_key(self, key: str) -> _KeySchedule:
+        sched = self._keys[key] = _KeySchedule(key)
+        ns = namespace_of(key)
+        self._per_ns[ns] = self._per_ns.get(ns, 0) + 1
+        return sched
+
+    def _drop_key(self, key: str) -> _KeySchedule | None:
+        sched = self._keys.pop(key, None)
+        if sched is not None:
+            ns = namespace_of(key)
+            left = self._per_ns.get(ns, 1) - 1
+            if left > 0:
+                self._per_ns[ns] = left
+            else:
+                self._per_ns.pop(ns, None)
+        return sched
+
+    def _phase(self, sched: _KeySchedule, period: float) -> float:
+        """``sched``'s phase for ``period``: computed at its first tick on that period."""
+        if sched.phase_period != period:
+            count = self._per_ns.get(namespace_of(sched.key), 1)
+            sched.phase = tick_phase(sched.key, period, self._period, count)
+            sched.phase_period = period
+        return sched.phase
+
+    def _place(self, sched: _KeySchedule, now: float) -> None:
+        """First tick of a key known at start or taken over: its next grid point."""
+        sched.period = self._key_period(sched.key)
+        sched.tick = grid_ceil(now, self._phase(sched, sched.period), sched.period)
+        sched.on_grid = True
 
     def _key_period(self, key: str) -> float:
         if self._period_of is None:
@@ -492,12 +574,16 @@ class SyncSupervisor:
 
     def _next_tick(self, sched: _KeySchedule, observer: QueueObserver | None) -> None:
         """Put ``sched`` back in the heap for its next tick after a sync."""
-        # Fixed rate from the tick this sync served; skip ticks a slow sync overran.
+        # Fixed rate from the tick this sync served (a key off its grid, just added:
+        # from when it was handed over); skip ticks a slow sync overran.
         period = self._key_period(sched.key)
-        tick = max(sched.tick, sched.started) + period
+        tick = (sched.tick if sched.on_grid else max(sched.tick, sched.started)) + period
         now = self._clock.monotonic()
         if tick < now:  # skip whole periods a slow sync overran
             tick += math.ceil((now - tick) / period) * period
+        # On the key's grid (for a new key, or a changed period: the first point after).
+        tick = grid_ceil(tick, self._phase(sched, period), period)
+        sched.on_grid = True
         sched.period = period
         sched.tick = tick
         if observer is not None:

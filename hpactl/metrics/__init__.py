@@ -2,7 +2,7 @@
 
 ``client.MetricsClient`` (Protocol, upstream ``metrics/interfaces.go``),
 ``client.RestMetricsClient`` (the three metrics APIs over HTTP) and
-``shared.SharedMetricsFetcher`` (one request per namespace and period).
+``shared.SharedMetricsFetcher`` (one request per namespace and slot of its HPAs' ticks).
 """
 
 from hpactl.metrics.client import MetricsClient, RestMetricsClient, fetch_metric

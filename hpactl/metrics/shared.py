@@ -1,8 +1,8 @@
-"""One metrics request per namespace and period, shared by the HPAs that need it.
+"""One metrics request per namespace and slot, shared by the HPAs that need it.
 
-``SharedMetricsFetcher(client, *, clock, period=15.0, pod_labels=None)``
+``SharedMetricsFetcher(client, *, clock, period=15.0, share_window=5.0, pod_labels=None)``
     A ``MetricsClient`` (and a controller ``MetricsSource``: ``fetch(req, selector)``)
-    in front of ``RestMetricsClient``. Within one period of the injected clock:
+    in front of ``RestMetricsClient``. Within a short window of the injected clock:
 
     * resource metrics: ONE ``PodMetricsList`` of the whole namespace (no label
       selector); each HPA's pods are picked client-side with the selector the server
@@ -16,22 +16,24 @@
     * object and external metrics: one request per exact key.
 
     Concurrent askers share the in-flight request. Only answers are kept: a request
-    that failed (API error, timeout) is not cached, so the next asker in the period
+    that failed (API error, timeout) is not cached, so the next asker in the window
     tries again. ``requests`` counts API calls made, ``shared`` answers served without
     one. ``new_period()`` forgets everything now (``sync_all`` in simulate).
 
-    Each namespace's periods start at its own stable offset (a hash of the name,
-    :func:`period_offset`): with one shared boundary every namespace re-lists at the
-    same instant, ~100 requests at once against a burst of 30 at ten thousand HPAs,
-    and every sync waits on the token bucket. Staggered, the re-lists spread over
-    the period; an answer is still never older than one period.
+    How long an answer is shared: at most ``share_window`` seconds (default 5 s) from
+    when it was requested, and never longer than the asking HPA's own sync period
+    (KEP-6003: the controller sets it in :data:`ASKER_PERIOD` for the sync; unset:
+    ``period``). An older answer is fetched again. So an HPA synced every 5 s never
+    decides on a list a 60 s HPA fetched 40 s ago, while the 60 s HPA happily reuses
+    the 5 s HPA's fresher one; and no HPA decides on metrics older than the window.
 
-    Per-HPA sync periods (KEP-6003): the period that bounds an answer's age is the
-    asking HPA's own, set by the controller in :data:`ASKER_PERIOD` for the sync
-    (unset: ``period``). An answer is served to an asker only if it was requested
-    within the asker's current window (its period, at the namespace's offset), so an
-    HPA synced every 5 s never decides on a list a 60 s HPA fetched 40 s ago, while
-    the 60 s HPA happily reuses the 5 s HPA's fresher one.
+    The sharing comes from the schedule (``hpactl.controller.scheduling``): a
+    namespace's HPAs tick clustered in a short slot (0.5 s at 100 HPAs) right after
+    the namespace's phase, and namespaces are staggered over the period, so the first
+    sync of the slot lists the namespace and the others reuse that answer: about one
+    list per namespace and period, as fresh as the slot is short. Before, an answer
+    was reused for a whole period at a per-namespace offset while the HPAs ticked
+    anywhere in it, so a decision could rest on metrics almost a period old.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import zlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -66,7 +67,7 @@ from hpactl.model.metrics import (
 )
 from hpactl.model.selectors import DOUBLE_EQUALS, EQUALS, IN, Selector, parse_selector
 
-__all__ = ["ASKER_PERIOD", "PodLabels", "SharedMetricsFetcher"]
+__all__ = ["ASKER_PERIOD", "SHARE_WINDOW", "PodLabels", "SharedMetricsFetcher"]
 
 #: The sync period (seconds) of the HPA whose sync is asking; None: the fetcher's own.
 ASKER_PERIOD: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -121,9 +122,8 @@ def _pod_metrics_labels(item: dict[str, Any]) -> Mapping[str, str]:
     return labels
 
 
-def period_offset(namespace: str, period: float) -> float:
-    """Where in each period ``namespace``'s shared answers expire: in [0, period)."""
-    return (zlib.crc32(namespace.encode()) / 2**32) * period
+#: How long a shared answer is served, at most (seconds; and at most the asker's period).
+SHARE_WINDOW = 5.0
 
 
 class _Monotonic(Protocol):
@@ -139,13 +139,15 @@ class SharedMetricsFetcher:
         *,
         clock: _Monotonic,
         period: float = 15.0,
+        share_window: float = SHARE_WINDOW,
         pod_labels: PodLabels | None = None,
     ) -> None:
-        if period <= 0:
-            raise ValueError("period must be positive")
+        if period <= 0 or share_window <= 0:
+            raise ValueError("period and share_window must be positive")
         self._client = client
         self._clock = clock
         self._period = period
+        self.share_window = share_window
         self._pod_labels = pod_labels
         # key -> (when the request was made, the request); every key starts with
         # (kind, namespace, ...).
@@ -159,17 +161,17 @@ class SharedMetricsFetcher:
         self._cache.clear()
         self._indexes.clear()
 
-    def _window_start(self, namespace: str, now: float) -> float:
-        """When the asker's current window began: answers from before are too old."""
+    def _max_age(self) -> float:
+        """How old an answer the asking HPA may be served: the window, within its period."""
         asked = ASKER_PERIOD.get()
         period = asked if asked is not None and asked > 0 else self._period
-        return now - (now + period_offset(namespace, period)) % period
+        return min(self.share_window, period)
 
     # -- the shared core -------------------------------------------------------------
     async def _items(self, key: tuple[Any, ...], call: Callable[[], Awaitable[Items]]) -> Items:
         now = self._clock.monotonic()
         entry = self._cache.get(key)
-        if entry is not None and entry[0] >= self._window_start(str(key[1]), now):
+        if entry is not None and now - entry[0] < self._max_age():
             fut = entry[1]
             self.shared += 1
         else:

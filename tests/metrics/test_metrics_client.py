@@ -16,7 +16,6 @@ from hpactl.emulator import Emulator
 from hpactl.kube.restmapper import RestMapper
 from hpactl.kube.session import KubeSession
 from hpactl.metrics import RestMetricsClient, SharedMetricsFetcher
-from hpactl.metrics.shared import period_offset
 from hpactl.model.hpa import CrossVersionObjectReference
 from hpactl.model.metrics import (
     ExternalMetricValues,
@@ -319,23 +318,22 @@ async def test_shared_fetcher_is_identical_with_fewer_requests(
     assert shared.shared == 8
 
 
-async def test_shared_fetcher_period_and_failures(
+async def test_shared_fetcher_window_and_failures(
     populated: Emulator, counted: tuple[KubeSession, Counter]
 ) -> None:
     s, counter = counted
     clock = VirtualClock()
-    shared = SharedMetricsFetcher(RestMetricsClient(s), clock=clock, period=15.0)
+    shared = SharedMetricsFetcher(RestMetricsClient(s), clock=clock, period=15.0, share_window=2.0)
     r = MetricRequest(0, "resource", "default", resource="cpu")
     first = await shared.fetch(r, WEB)
-    # "default"'s periods start at its own offset: the next one begins at 15 s - offset.
-    boundary = 15.0 - period_offset("default", 15.0)
-    clock.advance(boundary - 0.001)
+    clock.advance(1.999)
     populated.metrics.set_pod_metrics([pod_metrics("web-1", {"app": {"cpu": "900m"}})])
-    assert await shared.fetch(r, WEB) == first  # same period: the shared answer
+    assert await shared.fetch(r, WEB) == first  # within the window: the shared answer
     clock.advance(0.001)
+    # As old as the window: listed again, the new usage is seen.
     assert await shared.fetch(r, WEB) == {"web-1": PodMetric(T0, timedelta(seconds=30), 900)}
     assert counter.count("pods.metrics.k8s.io") == 2
-    # failures are not kept: the next asker in the same period tries again
+    # failures are not kept: the next asker in the same window tries again
     shared.new_period()
     populated.metrics.set_unavailable(["metrics.k8s.io"])
     err = await shared.fetch(r, WEB)
@@ -345,13 +343,23 @@ async def test_shared_fetcher_period_and_failures(
     assert counter.count("pods.metrics.k8s.io") == 4
 
 
-def test_namespaces_expire_their_shared_answers_at_different_moments() -> None:
-    offsets = {period_offset(f"ns-{i}", 15.0) for i in range(100)}
-    assert all(0 <= o < 15.0 for o in offsets)
-    assert len(offsets) == 100
-    # spread over the period, not bunched: every 3 s slice holds some namespaces
-    assert {int(o // 3) for o in offsets} == {0, 1, 2, 3, 4}
-    assert period_offset("default", 15.0) == period_offset("default", 15.0)
+async def test_a_shared_answer_is_never_older_than_the_window(
+    populated: Emulator, counted: tuple[KubeSession, Counter]
+) -> None:
+    """Askers once a second: a list every ``share_window`` seconds, none served older."""
+    s, counter = counted
+    clock = VirtualClock()
+    shared = SharedMetricsFetcher(RestMetricsClient(s), clock=clock, period=15.0)
+    r = MetricRequest(0, "resource", "default", resource="cpu")
+    for second in range(30):
+        populated.metrics.set_pod_metrics(
+            [pod_metrics("web-1", {"app": {"cpu": f"{1000 + second}m"}})]
+        )
+        got = await shared.fetch(r, WEB)
+        assert isinstance(got, Mapping)
+        assert second - (got["web-1"].value - 1000) < shared.share_window
+        clock.advance(1.0)
+    assert counter.count("pods.metrics.k8s.io") == 30 // int(shared.share_window)
 
 
 async def test_shared_pods_metric_without_label_source_keys_on_selector(

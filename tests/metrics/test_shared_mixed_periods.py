@@ -82,3 +82,24 @@ async def test_the_slow_hpa_reuses_the_fast_hpas_fresher_answer(
     # ... and the 60 s HPA, asking now, is served that fresher list without a request.
     assert await ask(shared, 60.0) == 20
     assert counter.count("pods.metrics.k8s.io") == 2
+
+
+async def test_an_hpa_with_a_period_shorter_than_the_window_is_bounded_by_its_period(
+    populated: Emulator,  # noqa: F811
+    counted: tuple[KubeSession, Counter],  # noqa: F811
+) -> None:
+    s, counter = counted
+    clock = VirtualClock()
+    shared = SharedMetricsFetcher(RestMetricsClient(s), clock=clock, period=15.0)
+    assert shared.share_window > 2.0
+    populated.metrics.set_pod_metrics([pod_metrics("web-1", {"app": {"cpu": "1000m"}})])
+    assert await ask(shared, 2.0) == 0
+    clock.advance(2.0)
+    populated.metrics.set_pod_metrics([pod_metrics("web-1", {"app": {"cpu": "1002m"}})])
+    # Two seconds old: within the window, but too old for an HPA synced every 2 s ...
+    assert await ask(shared, 2.0) == 2
+    clock.advance(1.0)
+    populated.metrics.set_pod_metrics([pod_metrics("web-1", {"app": {"cpu": "1003m"}})])
+    # ... while a default HPA takes the 1 s old answer.
+    assert await ask(shared, None) == 2
+    assert counter.count("pods.metrics.k8s.io") == 2
