@@ -18,7 +18,9 @@
     Concurrent askers share the in-flight request. Only answers are kept: a request
     that failed (API error, timeout) is not cached, so the next asker in the window
     tries again. ``requests`` counts API calls made, ``shared`` answers served without
-    one. ``new_period()`` forgets everything now (``sync_all`` in simulate).
+    one. ``new_period()`` forgets everything now (``sync_all`` in simulate). Answers
+    past the window are dropped, and PodMetrics lists are kept compact
+    (``hpactl.metrics.client.compact_pod_metrics``), so little stays between syncs.
 
     How long an answer is shared: at most ``share_window`` seconds (default 5 s) from
     when it was requested, and never longer than the asking HPA's own sync period
@@ -39,6 +41,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import functools
 from collections.abc import Awaitable, Callable, Mapping
@@ -57,6 +60,7 @@ from hpactl.metrics.client import (
     raw_result,
     resource_fetch_error,
     resource_result,
+    sample_labels,
 )
 from hpactl.model.hpa import CrossVersionObjectReference
 from hpactl.model.metrics import (
@@ -75,7 +79,7 @@ ASKER_PERIOD: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 )
 
 PodLabels = Callable[[str, str], Mapping[str, str] | None]
-Items = list[dict[str, Any]]
+Items = list[Any]  # decoded items, or a compact PodMetrics list
 
 
 class _LabelIndex:
@@ -88,9 +92,7 @@ class _LabelIndex:
 
     __slots__ = ("_labels", "_postings", "items")
 
-    def __init__(
-        self, items: Items, labels_of: Callable[[dict[str, Any]], Mapping[str, str] | None]
-    ):
+    def __init__(self, items: Items, labels_of: Callable[[Any], Mapping[str, str] | None]):
         self.items = items
         self._labels: list[Mapping[str, str] | None] = [labels_of(i) for i in items]
         self._postings: dict[tuple[str, str], list[int]] = {}
@@ -115,11 +117,6 @@ class _LabelIndex:
             if labels is not None and sel.matches(labels):
                 out.append(self.items[pos])
         return out
-
-
-def _pod_metrics_labels(item: dict[str, Any]) -> Mapping[str, str]:
-    labels: Mapping[str, str] = (item.get("metadata") or {}).get("labels") or {}
-    return labels
 
 
 #: How long a shared answer is served, at most (seconds; and at most the asker's period).
@@ -153,6 +150,9 @@ class SharedMetricsFetcher:
         # (kind, namespace, ...).
         self._cache: dict[tuple[Any, ...], tuple[float, asyncio.Future[Items]]] = {}
         self._indexes: dict[tuple[Any, ...], _LabelIndex] = {}
+        # (when, key) in request order: answers past the window are dropped (never
+        # served again), so only the lists of the last few seconds stay in memory.
+        self._made: collections.deque[tuple[float, tuple[Any, ...]]] = collections.deque()
         self._selectors: dict[str, Selector] = {}
         self.requests = 0
         self.shared = 0
@@ -160,6 +160,21 @@ class SharedMetricsFetcher:
     def new_period(self) -> None:
         self._cache.clear()
         self._indexes.clear()
+        self._made.clear()
+
+    def cached_keys(self) -> list[tuple[Any, ...]]:
+        """The answers held now (for tests and debugging)."""
+        return list(self._cache)
+
+    def _drop_expired(self, now: float) -> None:
+        made, cache = self._made, self._cache
+        oldest = now - self.share_window
+        while made and made[0][0] <= oldest:
+            when, key = made.popleft()
+            entry = cache.get(key)
+            if entry is not None and entry[0] == when:
+                del cache[key]
+                self._indexes.pop(key, None)
 
     def _max_age(self) -> float:
         """How old an answer the asking HPA may be served: the window, within its period."""
@@ -170,6 +185,7 @@ class SharedMetricsFetcher:
     # -- the shared core -------------------------------------------------------------
     async def _items(self, key: tuple[Any, ...], call: Callable[[], Awaitable[Items]]) -> Items:
         now = self._clock.monotonic()
+        self._drop_expired(now)
         entry = self._cache.get(key)
         if entry is not None and now - entry[0] < self._max_age():
             fut = entry[1]
@@ -178,6 +194,7 @@ class SharedMetricsFetcher:
             self.requests += 1
             fut = asyncio.ensure_future(call())
             self._cache[key] = (now, fut)
+            self._made.append((now, key))
             fut.add_done_callback(functools.partial(self._forget_failure, key))
         if fut.done():  # the common case once a period's list is in: no shield needed
             return fut.result()
@@ -195,7 +212,7 @@ class SharedMetricsFetcher:
         key: tuple[Any, ...],
         every: Items,
         selector: Selector,
-        labels_of: Callable[[dict[str, Any]], Mapping[str, str] | None],
+        labels_of: Callable[[Any], Mapping[str, str] | None],
     ) -> Items:
         idx = self._indexes.get(key)
         if idx is None or idx.items is not every:
@@ -221,10 +238,10 @@ class SharedMetricsFetcher:
     ) -> PodMetricsInfo | MetricFetchError:
         key = ("resource", namespace)
         try:
-            every = await self._items(key, lambda: self._client.list_pod_metrics(namespace, ""))
+            every = await self._items(key, lambda: self._client.list_pod_samples(namespace, ""))
         except KubeError as exc:
             return resource_fetch_error(exc)
-        items = self._select(key, every, selector, _pod_metrics_labels)
+        items = self._select(key, every, selector, sample_labels)
         return resource_result(items, resource, container)
 
     async def get_raw_metric(

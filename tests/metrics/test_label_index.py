@@ -7,7 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hpactl.metrics.shared import _LabelIndex, _pod_metrics_labels
+from hpactl.metrics.client import sample_labels
+from hpactl.metrics.shared import _LabelIndex
 from hpactl.model.selectors import parse_selector
 
 KEYS = ["app", "tier", "env"]
@@ -39,5 +40,5 @@ def test_index_select_equals_scan(all_labels: list[dict[str, str]], reqs: list[s
         {"metadata": {"name": f"p{i}", "labels": labels}} for i, labels in enumerate(all_labels)
     ]
     sel = parse_selector(",".join(reqs))
-    idx = _LabelIndex(items, _pod_metrics_labels)
+    idx = _LabelIndex(items, sample_labels)
     assert idx.select(sel) == [i for i in items if sel.matches(i["metadata"]["labels"])]

@@ -66,3 +66,20 @@ async def test_one_list_per_namespace_and_period_and_no_decision_on_old_metrics(
     assert counter.count("pods.metrics.k8s.io") == 2 * 3  # namespaces x periods
     # Every decision rests on a list made within its namespace's slot.
     assert max(ages) < slot_width(PER_NS, PERIOD) < shared.share_window
+
+
+async def test_answers_past_the_window_are_not_kept(
+    populated: Emulator,  # noqa: F811
+    counted: tuple[KubeSession, Counter],  # noqa: F811
+) -> None:
+    s, _ = counted
+    clock = VirtualClock()
+    shared = SharedMetricsFetcher(RestMetricsClient(s), clock=clock, period=PERIOD)
+    await shared.fetch(MetricRequest(0, "resource", "default", resource="cpu"), WEB)
+    clock.advance(1.0)
+    await shared.fetch(MetricRequest(0, "resource", "other", resource="cpu"), WEB)
+    assert shared.cached_keys() == [("resource", "default"), ("resource", "other")]
+    clock.advance(shared.share_window - 0.5)
+    await shared.fetch(MetricRequest(0, "resource", "other", resource="cpu"), WEB)
+    # "default"'s list is past the window: dropped, not kept until its next list.
+    assert shared.cached_keys() == [("resource", "other")]
