@@ -11,9 +11,11 @@ Three processes, so the controller's CPU is measured alone:
 * the emulator (a child process), loaded with N HPAs over the namespaces, each HPA
   targeting its own Deployment of 3 Ready pods with CPU requests, and PodMetrics for
   every pod set in one call;
-* a warm-up controller (a child process, no client rate limit) that syncs every HPA
-  once so each has a status: the measured controller then starts like a restarted
-  ``hpactl run`` in a settled cluster, where nothing needs writing;
+* a warm-up controller (a child process, no client rate limit) that syncs one HPA;
+  the emulator copies the status it wrote to every HPA (all are alike, so a sync of
+  each would write the same; ``--full-warm-up`` syncs every HPA instead, 171 s at
+  50,000): the measured controller then starts like a restarted ``hpactl run`` in a
+  settled cluster, where nothing needs writing;
 * the measured controller (this process): ``ControllerApp`` built from
   ``parse_run_config`` (default flags: QPS 20, burst 30, 5 concurrent syncs, 15 s
   period), logging configured as ``hpactl run`` does (JSON at info, one line per
@@ -34,7 +36,15 @@ rounds and the change, the SyncSupervisor runs the HPAs for ``--periods`` period
 ``--change-periods P`` runs the change that way too instead of one ``sync_all``.
 ``--relist`` adds one supervised period during which every informer relists at
 resourceVersion "" (the path a 410 Gone takes: 30,000 pods again), reporting the
-relist's time, the loop's lateness and RSS. The last line is the process's peak RSS.
+relist's time, the loop's lateness and RSS. Each supervised run also reports the
+interval between an HPA's consecutive syncs (p50, p99, max; HPAs with an interval over
+period + 0.5 s, HPAs with fewer syncs than periods) and the request times. At the end:
+the process's peak RSS (``ru_maxrss``), one line of cost per HPA (CPU per HPA-sync
+under the supervisor; peak RSS over the bare process per HPA), the verdict on issue
+17's goal 1 (p99 interval <= period + 0.5 s, <= 75 % of a core, peak <= 1 GiB) and a
+``RESULT {json}`` line. ``--curve 1000,10000,50000`` runs the bench once per count
+(child processes, one after the other, the other flags passed on) and prints the cost
+per HPA of each in one table.
 
 What-if switches (they patch the measured process only, to size a proposed fix):
 ``--no-trust-env`` (a no-op now: ``KubeSession`` builds its aiohttp session without
@@ -55,6 +65,7 @@ import collections
 import cProfile
 import gc
 import io
+import json
 import logging
 import multiprocessing
 import os
@@ -182,6 +193,8 @@ def serve(conn: Connection, n: int, per_ns: int, pods: int) -> None:
             cmd, arg = await loop.run_in_executor(None, conn.recv)
             if cmd == "cpu":
                 conn.send(time.process_time())
+            elif cmd == "copy-status":  # arg: the HPA whose status every HPA gets
+                conn.send(copy_status(emu, arg, n, per_ns))
             elif cmd == "metrics":  # arg: the workloads whose usage doubles
                 emu.metrics.set_pod_metrics(pod_metrics(n, per_ns, pods, set(arg)))
                 conn.send("ok")
@@ -193,8 +206,27 @@ def serve(conn: Connection, n: int, per_ns: int, pods: int) -> None:
     asyncio.run(run())
 
 
-def warm_up(url: str, run_argv: list[str], conn: Connection) -> None:
-    """Child process: one unthrottled sync of every HPA, so each has its status."""
+def copy_status(emu: Any, key: str, n: int, per_ns: int) -> int:
+    """Give every HPA the status the warm-up wrote on ``key`` (all HPAs are alike, so
+    a sync of each would write the same): in-process writes instead of n syncs."""
+    ns, _, name = key.partition("/")
+    hpa = emu.store.get("autoscaling", "horizontalpodautoscalers", ns, name)
+    status = hpa["status"]
+    for i in range(n):
+        emu.store.update_status(
+            {
+                "apiVersion": "autoscaling/v2",
+                "kind": "HorizontalPodAutoscaler",
+                "metadata": {"namespace": _ns(i, per_ns), "name": f"app{i}"},
+                "status": status,
+            }
+        )
+    return n
+
+
+def warm_up(url: str, run_argv: list[str], conn: Connection, sample: str = "") -> None:
+    """Child process: one unthrottled sync of every HPA, so each has its status; or,
+    with ``sample`` (an HPA's key), of that HPA only (``copy_status`` does the rest)."""
 
     async def run() -> None:
         from hpactl.cli.run_cmd import parse_run_config
@@ -211,7 +243,14 @@ def warm_up(url: str, run_argv: list[str], conn: Connection) -> None:
             hpa=replace(cfg.hpa, concurrent_syncs=50),
         )
         async with ControllerApp(cfg, env={}, master=url, sync_timeout=600) as app:
-            recs = await app.controller.sync_all()
+            if sample:
+                register = getattr(app.controller.selectors, "register", None)
+                if register is not None:
+                    register(sample)  # as sync_all does before its syncs
+                one = await app.controller.sync_one(sample)
+                recs = [] if one is None else [one]
+            else:
+                recs = await app.controller.sync_all()
             if app.recorder is not None:
                 await app.recorder.flush()
             conn.send((len(recs), sum(r.status_written for r in recs)))
@@ -304,6 +343,18 @@ def _fmt_counts(counts: collections.Counter[tuple[str, str]]) -> str:
     return ", ".join(f"{v} {r}={n}" for (v, r), n in sorted(counts.items())) or "none"
 
 
+def _fmt_took(
+    took: dict[tuple[str, str], list[float]], counts: collections.Counter[tuple[str, str]]
+) -> str:
+    return (
+        ", ".join(
+            f"{v} {r} mean {t[0] / max(1, counts[(v, r)]) * 1000:.0f} ms, max {t[1] * 1000:.0f} ms"
+            for (v, r), t in sorted(took.items())
+        )
+        or "none"
+    )
+
+
 def _client(verb: str, res: str) -> str:
     base, _, sub = res.partition("/")
     group = base.partition(".")[2]
@@ -377,6 +428,73 @@ def _histogram_summary(hist: Any, before: dict[tuple[str, str | None], float]) -
     return f"schedule lag: mean {mean * 1000:.0f} ms, largest {top}"
 
 
+def _intervals(
+    intervals: list[float],
+    worst: dict[str, float],
+    synced: collections.Counter[str],
+    periods: int,
+    period: float,
+    hpas: int,
+) -> dict[str, float]:
+    """Per-HPA sync intervals under the supervisor: percentiles, and the HPAs that
+    missed a period (an interval over period + 0.5 s, or fewer syncs than periods)."""
+    xs = sorted(intervals)
+
+    def pct(q: float) -> float:
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+    short = sum(1 for n in synced.values() if n < periods) + max(0, hpas - len(synced))
+    return {
+        "p50": pct(0.50),
+        "p99": pct(0.99),
+        "max": xs[-1] if xs else float("nan"),
+        "late": float(sum(1 for x in worst.values() if x > period + 0.5)),
+        "short": float(short),
+    }
+
+
+def _report_cost(
+    args: argparse.Namespace,
+    results: dict[str, dict[str, float]],
+    period: float,
+    rss0: float,
+    maxrss: float,
+    rss_end: float,
+) -> None:
+    """One line of cost per HPA and the goal-1 verdict; and a JSON line for --curve."""
+    steady = results.get("steady", {})
+    kib = (maxrss - rss0) * 1024 / max(1, args.hpas)
+    line = (
+        f"cost per HPA at {args.hpas}: "
+        f"{steady.get('us_per_sync', float('nan')):.0f} us CPU per HPA-sync under the "
+        f"supervisor ({steady.get('cpu_share', float('nan')) * 100:.0f} % of a core), "
+        f"{kib:.1f} KiB of peak RSS over the bare process ({rss0:.0f} MiB)"
+    )
+    print(line)
+    if steady:
+        ok_p99 = steady["p99"] <= period + 0.5
+        ok_cpu = steady["cpu_share"] <= 0.75
+        ok_rss = maxrss <= 1024
+        print(
+            f"goal 1 at {args.hpas}: p99 interval {steady['p99']:.2f} s "
+            f"({'ok' if ok_p99 else 'MISSED'}; {steady['late']:.0f} late, "
+            f"{steady['short']:.0f} short), CPU {steady['cpu_share'] * 100:.0f} % "
+            f"({'ok' if ok_cpu else 'MISSED'}), peak RSS {maxrss:.0f} MiB "
+            f"({'ok' if ok_rss else 'MISSED'})"
+        )
+    out = {
+        "hpas": args.hpas,
+        "namespaces": args.namespaces,
+        "rss0_mib": rss0,
+        "peak_mib": maxrss,
+        "end_mib": rss_end,
+        "kib_per_hpa": kib,
+        "load": os.getloadavg(),
+        **{f"{k}_{m}": v for k, d in results.items() for m, v in d.items()},
+    }
+    print("RESULT " + json.dumps(out))
+
+
 async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
     from hpactl.cli.run_cmd import parse_run_config
     from hpactl.obs.logging import configure_logging
@@ -432,6 +550,7 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
 
         gc.set_threshold(*GC_THRESHOLDS)
     rss0 = rss_mib()
+    results: dict[str, dict[str, float]] = {}
     gcp = GcPauses()
     lag = LoopLateness()
     lag.start()
@@ -480,8 +599,13 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
         counts: collections.Counter[tuple[str, str]] = collections.Counter()
         inner = app.session.on_request
 
+        took: dict[tuple[str, str], list[float]] = {}  # (verb, resource): [sum, max]
+
         def on_request(verb: str, res: str, code: str, seconds: float) -> None:
             counts[(verb, res)] += 1
+            t = took.setdefault((verb, res), [0.0, 0.0])
+            t[0] += seconds
+            t[1] = max(t[1], seconds)
             if code not in ("200", "201"):
                 counts[(f"{verb}:{code}", res)] += 1
             if inner is not None:
@@ -534,13 +658,23 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             counts.clear()
             synced: collections.Counter[str] = collections.Counter()
             rescaled: list[str] = []
+            last: dict[str, float] = {}
+            intervals: list[float] = []
+            worst_gap: dict[str, float] = {}
 
             def on_record(rec: Any) -> None:
                 synced[rec.key] += 1
+                now = time.perf_counter()
+                prev = last.get(rec.key)
+                if prev is not None:
+                    intervals.append(now - prev)
+                    worst_gap[rec.key] = max(worst_gap.get(rec.key, 0.0), now - prev)
+                last[rec.key] = now
                 if rec.rescaled:
                     rescaled.append(rec.key)
 
             app.controller.on_record = on_record
+            took.clear()
             lag0 = _histogram_samples(app.metrics.schedule_lag)
             emu0 = await rpc.call("cpu")
             gc.collect()
@@ -572,6 +706,14 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             app.controller.on_record = None
             emu_cpu = await rpc.call("cpu") - emu0
             buckets = _buckets(counts)
+            syncs = sum(synced.values())
+            ivals = _intervals(intervals, worst_gap, synced, periods, period, args.hpas)
+            results[label.split(",")[-1].strip().split()[0]] = {
+                "cpu_share": cpu / (periods * period),
+                "us_per_sync": cpu / max(1, syncs) * 1e6,
+                "syncs": syncs,
+                **ivals,
+            }
             print(
                 f"{label} ({periods} periods of {period:g} s, the supervisor as in "
                 f"`hpactl run`): {sum(synced.values())} syncs of {len(synced)} HPAs "
@@ -580,9 +722,15 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
                 f"({sys_cpu:.2f} s in the kernel), emulator CPU {emu_cpu:.2f} s; "
                 f"RSS {rss_mib():.0f} MiB\n"
                 f"  {_histogram_summary(app.metrics.schedule_lag, lag0)}\n"
+                f"  interval between an HPA's syncs: p50 {ivals['p50']:.3f} s, p99 "
+                f"{ivals['p99']:.3f} s, max {ivals['max']:.3f} s over {len(intervals)} "
+                f"intervals; {ivals['late']:.0f} HPAs with an interval > period + 0.5 s, "
+                f"{ivals['short']:.0f} with fewer than {periods} syncs\n"
+                f"  CPU per HPA-sync {cpu / max(1, syncs) * 1e6:.0f} us\n"
                 f"{relisted}"
                 f"  loop late at most {worst * 1000:.0f} ms; {gcp}\n"
-                f"  requests: {_fmt_counts(counts)}; per client bucket {buckets}"
+                f"  requests: {_fmt_counts(counts)}; per client bucket {buckets}\n"
+                f"  request time (sent to response headers): {_fmt_took(took, counts)}"
             )
 
         for k in range(args.steady_rounds):
@@ -617,6 +765,7 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             f"RSS at the end: {rss_end:.0f} MiB ({rss_mib():.0f} MiB after a full collection "
             f"that found {unreachable} unreachable objects); peak (VmHWM) {maxrss:.0f} MiB"
         )
+        _report_cost(args, results, period, rss0, maxrss, rss_end)
     devnull.close()
 
 
@@ -655,6 +804,41 @@ def _recv(conn: Connection, proc: multiprocessing.Process, what: str) -> Any:
         if not proc.is_alive():
             raise SystemExit(f"{what} process exited with code {proc.exitcode}")
     return conn.recv()
+
+
+def curve(args: argparse.Namespace) -> None:
+    """``--curve``: the bench at each HPA count in turn (never two at once), then the
+    cost per HPA side by side, so the curve's flatness is one table."""
+    import subprocess
+    import sys
+
+    argv = [a for a in sys.argv[1:] if not a.startswith("--curve=")]
+    if "--curve" in argv:
+        i = argv.index("--curve")
+        del argv[i : i + 2]
+    rows: list[dict[str, Any]] = []
+    for n in (int(x) for x in args.curve.split(",")):
+        print(f"=== {n} HPAs (load average {os.getloadavg()[0]:.2f}) ===", flush=True)
+        cmd = [sys.executable, __file__, "--hpas", str(n), *argv]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+        print(proc.stdout, flush=True)
+        found = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+        if found:
+            rows.append(json.loads(found[-1][len("RESULT ") :]))
+    print(
+        "| HPAs | CPU us per HPA-sync | % of a core | p99 interval | late | KiB per HPA "
+        "| peak RSS | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['hpas']} | {r.get('steady_us_per_sync', float('nan')):.0f} "
+            f"| {r.get('steady_cpu_share', float('nan')) * 100:.0f} "
+            f"| {r.get('steady_p99', float('nan')):.2f} s "
+            f"| {r.get('steady_late', 0):.0f} + {r.get('steady_short', 0):.0f} short "
+            f"| {r['kib_per_hpa']:.1f} | {r['peak_mib']:.0f} MiB "
+            f"| {r['load'][0]:.2f} |"
+        )
 
 
 def main() -> None:
@@ -711,8 +895,22 @@ def main() -> None:
         action="store_true",
         help="what-if (now the default: a no-op): the aiohttp session with trust_env=False",
     )
+    p.add_argument(
+        "--full-warm-up",
+        action="store_true",
+        help="the warm-up syncs every HPA (default: one, whose status is copied to all)",
+    )
+    p.add_argument(
+        "--curve",
+        metavar="N,N,...",
+        help="run the bench once per HPA count (child processes, one after the other, "
+        "each with these flags) and print the cost per HPA of each: e.g. 1000,10000,50000",
+    )
     p.add_argument("run_argv", nargs="*", help="hpactl run flags (after --)")
     args = p.parse_args()
+    if args.curve:
+        curve(args)
+        return
     per_ns = max(1, args.hpas // args.namespaces)
 
     parent, child = multiprocessing.Pipe()
@@ -731,13 +929,20 @@ def main() -> None:
     try:
         t0 = time.perf_counter()
         wp, wc = multiprocessing.Pipe()
-        w = multiprocessing.Process(target=warm_up, args=(url, args.run_argv, wc), daemon=True)
+        sample = "" if args.full_warm_up else f"{_ns(0, per_ns)}/app0"
+        w = multiprocessing.Process(
+            target=warm_up, args=(url, args.run_argv, wc, sample), daemon=True
+        )
         w.start()
         synced, written = _recv(wp, w, "warm-up")
         w.join(60)
+        copied = ""
+        if sample:
+            parent.send(("copy-status", sample))
+            copied = f", its status copied to {_recv(parent, emu, 'emulator')} HPAs"
         print(
             f"warm-up: child process, no rate limit: {synced} HPAs synced, {written} statuses "
-            f"written in {time.perf_counter() - t0:.1f} s"
+            f"written{copied} in {time.perf_counter() - t0:.1f} s"
         )
         asyncio.run(measure(args, url, Rpc(parent)))
     finally:

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from hpactl.emulator import errors
 from hpactl.emulator.convert import default_object, to_storage
 from hpactl.emulator.registry import builtin_registry
-from hpactl.emulator.store import Store, WatchEvent, decode_continue, encode_continue
+from hpactl.emulator.store import (
+    Store,
+    WatchEvent,
+    decode_continue,
+    encode_continue,
+    tree_copy,
+)
 
 from .helpers import deployment
 
@@ -164,3 +171,40 @@ def test_ensure_namespace_of_an_object_without_one_is_default() -> None:
     assert s.get("", "namespaces", "", "default") is None  # a bare store has none
     s.ensure_namespace(deployment("web"))
     assert s.get("", "namespaces", "", "default") is not None
+
+
+def test_a_write_keeps_no_reference_to_the_callers_object() -> None:
+    """create/update copy what they are given (``tree_copy``): the caller mutating
+    its dict afterwards changes nothing stored, nested lists and maps included."""
+    s = make_store()
+    body = deployment("web") | {"metadata": {"name": "web", "namespace": "ns1"}}
+    body["spec"]["template"]["spec"] = {"containers": [{"name": "c", "args": ["a"]}]}
+    s.create(body)
+    body["spec"]["template"]["spec"]["containers"][0]["args"].append("b")
+    body["spec"]["replicas"] = 9
+    got = s.get("apps", "deployments", "ns1", "web")
+    assert got is not None
+    assert got["spec"]["template"]["spec"]["containers"][0]["args"] == ["a"]
+    assert got["spec"]["replicas"] != 9
+    cond = {"type": "Available", "status": "True"}
+    status: dict[str, Any] = {"replicas": 2, "conditions": [cond]}
+    s.update_status(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "ns1"},
+            "status": status,
+        }
+    )
+    cond["status"] = "False"
+    got = s.get("apps", "deployments", "ns1", "web")
+    assert got is not None and got["status"]["conditions"][0]["status"] == "True"
+
+
+def test_tree_copy_is_deep_and_copies_other_leaves_as_deepcopy() -> None:
+    src: dict[str, Any] = {"a": [1, {"b": "x"}], "c": None, "d": 1.5, "e": True, "t": ("u", ["v"])}
+    out = tree_copy(src)
+    assert out == src
+    out["a"][1]["b"] = "y"
+    out["t"][1].append("w")
+    assert src["a"][1]["b"] == "x" and src["t"][1] == ["v"]

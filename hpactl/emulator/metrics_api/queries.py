@@ -7,7 +7,6 @@ parameters into matchers); answers are plain dicts."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,6 +27,7 @@ from hpactl.emulator.metrics_api.groups import (
 from hpactl.emulator.metrics_api.normalize import metric_labels
 from hpactl.emulator.metrics_api.plurals import GroupResource, KindCache
 from hpactl.emulator.metrics_api.state import MetricsState
+from hpactl.emulator.store import tree_copy
 from hpactl.model.selectors import Selector, parse_selector
 from hpactl.model.times import format_time
 
@@ -109,7 +109,7 @@ def _render_pod_metrics(
         if labels is None:
             return None
     now = format_time(state.now())
-    out_meta = {k: copy.deepcopy(v) for k, v in meta.items()}
+    out_meta = {k: tree_copy(v) for k, v in meta.items()}
     out_meta.setdefault("creationTimestamp", now)
     if labels:
         out_meta["labels"] = dict(labels)
@@ -122,7 +122,7 @@ def _render_pod_metrics(
     body["metadata"] = out_meta
     body["timestamp"] = item["timestamp"] or now
     body["window"] = item["window"] or DEFAULT_WINDOW
-    body["containers"] = copy.deepcopy(item["containers"])
+    body["containers"] = tree_copy(item["containers"])
     return body
 
 
@@ -169,7 +169,7 @@ def _render_metric_value(
             described["apiVersion"] = default
     out: dict[str, Any] = {
         "describedObject": described,
-        "metric": copy.deepcopy(item["metric"]),
+        "metric": tree_copy(item["metric"]),
         "timestamp": item["timestamp"] or format_time(state.now()),
     }
     if "windowSeconds" in item:
