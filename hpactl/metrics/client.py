@@ -167,6 +167,12 @@ _timestamp = functools.lru_cache(maxsize=1024)(parse_time)
 _window = functools.lru_cache(maxsize=64)(parse_go_duration)
 
 
+@functools.lru_cache(maxsize=4096)
+def _usage_milli(text: str) -> int:
+    """A usage quantity's milli-value (usages repeat across pods and periods)."""
+    return _milli(text)
+
+
 def pod_metrics_from_items(
     items: Iterable[Mapping[str, Any]], resource: str, container: str = ""
 ) -> dict[str, PodMetric]:
@@ -221,7 +227,10 @@ def _sample(m: Any, labels_seen: dict[tuple[tuple[str, str], ...], Mapping[str, 
     containers = []
     for c in m.get("containers") or []:
         name = c.get("name")
-        usage = tuple((sys.intern(r), _milli(v)) for r, v in (c.get("usage") or {}).items())
+        usage = tuple(
+            (sys.intern(r), _usage_milli(v) if type(v) is str else _milli(v))
+            for r, v in (c.get("usage") or {}).items()
+        )
         containers.append((sys.intern(name) if isinstance(name, str) else name, usage))
     return PodSample(
         str(meta.get("name") or ""),
