@@ -36,6 +36,7 @@ reflector logs the 403 and retries, and the skew is simply not reported.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,6 +57,7 @@ from hpactl.cache.listwatch import ResourceListerWatcher
 from hpactl.cache.projections import (
     WORKLOAD_KINDS,
     WorkloadScale,
+    intern_strings,
     node_labels_from_raw,
     workload_projection,
 )
@@ -84,10 +86,23 @@ ListerWatcherFactory = Callable[[str, str, str], ListerWatcher]
 _log = structlog.get_logger("hpactl.cache")
 
 
+def _interned(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`raw` with its namespace and spec strings interned (shared by every cached HPA)."""
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping):
+        return raw
+    ns = meta.get("namespace")
+    return {
+        **raw,
+        "metadata": {**meta, "namespace": sys.intern(ns)} if isinstance(ns, str) else meta,
+        "spec": intern_strings(raw.get("spec")),
+    }
+
+
 def _project_hpa(raw: Mapping[str, Any]) -> HPA:
     from hpactl.model.hpa import hpa_from_raw
 
-    return hpa_from_raw(raw)
+    return hpa_from_raw(_interned(raw))
 
 
 def _project_cr_hpa(raw: Mapping[str, Any]) -> HPA:
@@ -96,7 +111,7 @@ def _project_cr_hpa(raw: Mapping[str, Any]) -> HPA:
     from hpactl.model.crd import API_VERSION, cr_to_v2
     from hpactl.model.hpa import hpa_from_raw
 
-    return replace(hpa_from_raw(cr_to_v2(raw)), api_version=API_VERSION)
+    return replace(hpa_from_raw(_interned(cr_to_v2(raw))), api_version=API_VERSION)
 
 
 def _project_pod(raw: Mapping[str, Any]) -> PodView:

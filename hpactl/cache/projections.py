@@ -29,6 +29,7 @@ __all__ = [
     "WORKLOAD_KINDS",
     "WorkloadKind",
     "WorkloadScale",
+    "intern_strings",
     "node_labels_from_raw",
     "workload_projection",
     "workload_scale_from_raw",
@@ -123,7 +124,7 @@ def workload_scale_from_raw(kind: str, raw: Mapping[str, Any]) -> WorkloadScale:
     else:
         selector = _label_selector_string(spec.get("selector"))
     return WorkloadScale(
-        namespace=str(meta.get("namespace") or ""),
+        namespace=sys.intern(str(meta.get("namespace") or "")),
         name=str(meta.get("name") or ""),
         kind=kind,
         # The API server defaults spec.replicas to 1 for all four kinds.
@@ -145,6 +146,24 @@ def _spread(template: Any) -> PodSpread | None:
         return spread_from_template(template)
     except (ValueError, TypeError, AttributeError):
         return None
+
+
+def intern_strings(node: Any) -> Any:
+    """`node` (decoded JSON) with every string, key or value, interned.
+
+    For the parts of an object whose strings repeat across objects (an HPA's spec:
+    kinds, API versions, metric types and names): the cached projections then share
+    one copy of each instead of holding the ones the JSON decoder made per object.
+    """
+    if isinstance(node, str):
+        return sys.intern(node)
+    if isinstance(node, dict):
+        return {
+            sys.intern(k) if isinstance(k, str) else k: intern_strings(v) for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [intern_strings(v) for v in node]
+    return node
 
 
 def node_labels_from_raw(raw: Mapping[str, Any]) -> NodeLabels:

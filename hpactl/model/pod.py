@@ -3,7 +3,9 @@
 The pod informer calls :func:`pod_view_from_raw` for every pod event, so the
 projection is kept cheap: no model classes, quantity strings parsed once per distinct
 text (they repeat across pods of one workload), timestamps through the C-level
-``datetime.fromisoformat``.
+``datetime.fromisoformat``. It is kept small too (30,000 of them are cached): what
+repeats across the pods of a workload (the labels, the container views, the
+timestamps, the namespace and phase strings) is one shared immutable object.
 
 Requests are milli-units (Go ``Quantity.MilliValue()``), per resource name.
 """
@@ -113,9 +115,76 @@ def _container_view(raw: Mapping[str, Any]) -> ContainerView:
     )
 
 
+def _containers(raw: Any) -> tuple[ContainerView, ...]:
+    """The container views, one shared tuple per distinct (names, requests) list.
+
+    Shared only when every request is a string (the API server's form): 1 and True
+    are equal keys, and must not read the same.
+    """
+    if not raw:
+        return ()
+    try:
+        key = tuple(_container_key(c) for c in raw)
+    except (TypeError, AttributeError):  # odd values: not shared
+        return tuple(_container_view(c) for c in raw)
+    return _shared_containers(key)
+
+
+def _container_key(raw: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    name = raw.get("name", "")
+    requests = tuple(((raw.get("resources") or {}).get("requests") or {}).items())
+    if type(name) is not str or any(type(v) is not str for _, v in requests):
+        raise TypeError("not shared")
+    return name, requests
+
+
+@lru_cache(maxsize=8192)
+def _shared_containers(
+    key: tuple[tuple[str, tuple[tuple[str, str], ...]], ...],
+) -> tuple[ContainerView, ...]:
+    return tuple(
+        ContainerView(name=sys.intern(name), requests=_requests_of(dict(requests)))
+        for name, requests in key
+    )
+
+
+_LABEL_SETS_MAX = 65_536
+_label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+
+
+def _shared_labels(raw: Any) -> Mapping[str, str]:
+    """One labels mapping per distinct label set (a ReplicaSet's pods share theirs).
+
+    The table is bounded by emptying it when full: pods keep their mapping, only
+    later pods stop sharing with earlier ones.
+    """
+    if not raw:
+        return {}
+    try:
+        key = tuple(raw.items())
+        shared = _label_sets.get(key)
+    except (TypeError, AttributeError):  # unhashable values: keep as decoded
+        return raw  # type: ignore[no-any-return]
+    if shared is None:
+        if len(_label_sets) >= _LABEL_SETS_MAX:
+            _label_sets.clear()
+        shared = {
+            sys.intern(k) if isinstance(k, str) else k: sys.intern(v) if isinstance(v, str) else v
+            for k, v in key
+        }
+        _label_sets[key] = shared
+    return shared
+
+
 def _parse_time(text: Any) -> datetime | None:
     if not isinstance(text, str) or not text:
         return None
+    return _parse_time_text(text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_time_text(text: str) -> datetime | None:
+    """Cached: pods of a workload often start within the same second (shared datetimes)."""
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
@@ -197,7 +266,7 @@ def pod_view_from_raw(raw: Mapping[str, Any]) -> PodView:
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
 
-    containers = tuple(_container_view(c) for c in spec.get("containers") or ())
+    containers = _containers(spec.get("containers"))
     init_containers = [
         (_container_view(c), c.get("restartPolicy") == "Always")
         for c in spec.get("initContainers") or ()
@@ -218,10 +287,10 @@ def pod_view_from_raw(raw: Mapping[str, Any]) -> PodView:
     pod_requests = _pod_level_requests(spec, containers, init_containers) if spec else None
 
     return PodView(
-        namespace=str(meta.get("namespace", "")),
+        namespace=sys.intern(str(meta.get("namespace", ""))),
         name=str(meta.get("name", "")),
-        labels=meta.get("labels") or {},
-        phase=str(status.get("phase", "")),
+        labels=_shared_labels(meta.get("labels")),
+        phase=sys.intern(str(status.get("phase", ""))),
         deleting=meta.get("deletionTimestamp") is not None,
         ready=ready,
         ready_transition=ready_transition,
