@@ -5,7 +5,8 @@
 The controller adds one per sync (skipped syncs included: they say why) and forgets
 an HPA's records with the HPA. A record holds the :class:`SyncRecord` the sync
 returned, the same object the controller keeps as its last record, so nothing is
-copied.
+copied. An HPA's records are one tuple (80 bytes for 5), not a deque (~600 bytes:
+at 10,000 HPAs the difference is 5 MiB).
 
 ``to_dict()`` is the JSON form served at ``/debug/hpa/{namespace}/{name}``
 (``--enable-debug-endpoints``) and printed by ``hpactl explain --output json``:
@@ -26,7 +27,6 @@ false, "events": []}`` and ``wouldEmit`` lists the Events a writer would emit.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -105,7 +105,7 @@ class DecisionRecords:
         self.limit = limit
         # Shadow mode writes nothing: records say so instead of listing writes.
         self.shadow = shadow
-        self._by_key: dict[str, deque[DecisionRecord]] = {}
+        self._by_key: dict[str, tuple[DecisionRecord, ...]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -114,14 +114,14 @@ class DecisionRecords:
     def add(self, rec: SyncRecord, at: datetime) -> None:
         if self.limit == 0:
             return
-        q = self._by_key.get(rec.key)
-        if q is None:
-            q = self._by_key[rec.key] = deque(maxlen=self.limit)
-        q.append(DecisionRecord(at, rec, self.shadow))
+        q = self._by_key.get(rec.key, ())
+        if len(q) >= self.limit:
+            q = q[len(q) - self.limit + 1 :]
+        self._by_key[rec.key] = (*q, DecisionRecord(at, rec, self.shadow))
 
     def get(self, key: str) -> tuple[DecisionRecord, ...]:
         """The records of ``key``, oldest first (empty for an unknown HPA)."""
-        return tuple(self._by_key.get(key, ()))
+        return self._by_key.get(key, ())
 
     def forget(self, key: str) -> None:
         self._by_key.pop(key, None)
