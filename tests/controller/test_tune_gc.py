@@ -1,0 +1,62 @@
+"""``tune_gc``: what ``hpactl run`` does to the garbage collector once its caches have
+synced. Behaviour only (the pauses it shortens are measured by bench/bench_scale.py)."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+
+from hpactl.controller.run import GC_THRESHOLDS, tune_gc
+
+
+@pytest.fixture
+def gc_restored() -> Iterator[None]:
+    """Give the test process its collector back as it was."""
+    thresholds = gc.get_threshold()
+    callbacks = list(gc.callbacks)
+    yield
+    gc.unfreeze()
+    gc.callbacks[:] = callbacks
+    gc.set_threshold(*thresholds)
+
+
+class Cached:
+    """Stands for a cached projection: alive when the caches have synced."""
+
+    __slots__ = ("peer",)
+
+    def __init__(self) -> None:
+        self.peer: object = None
+
+
+def test_what_is_alive_once_synced_leaves_the_collectors_generations(gc_restored: None) -> None:
+    cached = [Cached() for _ in range(1000)]
+    tune_gc()
+    assert gc.get_threshold() == GC_THRESHOLDS
+    # Frozen: no collection walks these any more (gc.get_objects lists generations 0-2).
+    assert gc.get_freeze_count() >= len(cached)
+    alive = {id(o) for o in gc.get_objects()}
+    assert not any(id(o) in alive for o in cached)
+    # Still freed by reference counting once dropped.
+    before = gc.get_freeze_count()
+    del cached
+    assert gc.get_freeze_count() <= before - 1000
+
+
+def test_new_objects_are_collected_as_before(gc_restored: None) -> None:
+    tune_gc()
+    a, b = Cached(), Cached()
+    a.peer, b.peer = b, a  # a reference cycle made after the caches synced
+    ids = {id(a), id(b)}
+    del a, b
+    assert gc.collect() >= 2
+    assert not any(id(o) in ids for o in gc.get_objects())
+
+
+def test_middle_generation_is_small() -> None:
+    # A middle-generation pass walks the survivors of at most this many young passes:
+    # 10 (not 50) keeps it under ~100 ms at 10,000 HPAs (docs/performance.md).
+    young, middle, _old = GC_THRESHOLDS
+    assert young >= 10_000 and middle <= 10
