@@ -43,7 +43,7 @@ from hpactl.model.metrics import MetricFetchError
 from hpactl.model.pod import PodView
 from hpactl.model.selectors import Selector, parse_selector
 from hpactl.model.topology import ConstraintSkew, PodPlacement, observed_skew
-from hpactl.obs.tracing import SPAN_METRIC, SPAN_SCALE_GET
+from hpactl.obs.tracing import SPAN_METRIC, SPAN_SCALE_GET, start_span
 
 __all__ = ["FetchedMetric", "Gatherer", "MetricsSource", "ScaleRead", "SkewRead"]
 
@@ -131,7 +131,9 @@ class Gatherer:
 
     async def scale(self, hpa: HPA) -> ScaleRead:
         ref = hpa.spec.scale_target_ref
-        with self._tracer.start_as_current_span(SPAN_SCALE_GET) as span:
+        with start_span(self._tracer, SPAN_SCALE_GET) as span:
+            if not span.is_recording():
+                return await self._scale(hpa)
             span.set_attribute("hpactl.target.kind", ref.kind)
             span.set_attribute("hpactl.target.name", ref.name)
             read = await self._scale(hpa)
@@ -263,26 +265,32 @@ class Gatherer:
             selector = parse_selector(selector_text)
         except ValueError:
             selector = Selector.nothing()
+        if len(requests) == 1:  # the common case: no gather, no task
+            return [await self._one(requests[0], selector)]
         return list(await asyncio.gather(*(self._one(r, selector) for r in requests)))
 
     async def _one(self, req: MetricRequest, selector: Selector) -> FetchedMetric:
         if req.kind == "none":
             return FetchedMetric(req, None, 0.0)
         started = time.perf_counter()
-        with self._tracer.start_as_current_span(SPAN_METRIC) as span:
-            span.set_attribute("hpactl.metric.index", req.index)
-            span.set_attribute("hpactl.metric.source", req.kind)
-            if req.metric_name:
-                span.set_attribute("hpactl.metric.name", req.metric_name)
-            if req.resource:
-                span.set_attribute("hpactl.metric.resource", req.resource)
+        with start_span(self._tracer, SPAN_METRIC) as span:
+            recording = span.is_recording()
+            if recording:
+                span.set_attribute("hpactl.metric.index", req.index)
+                span.set_attribute("hpactl.metric.source", req.kind)
+                if req.metric_name:
+                    span.set_attribute("hpactl.metric.name", req.metric_name)
+                if req.resource:
+                    span.set_attribute("hpactl.metric.resource", req.resource)
             try:
                 async with asyncio.timeout(self._timeout):
                     value = await self._metrics.fetch(req, selector)
             except TimeoutError:
                 value = MetricFetchError(_deadline_text(req))
             err = value.message if isinstance(value, MetricFetchError) else None
-            if err is not None:
+            if not recording:
+                pass
+            elif err is not None:
                 span.set_status(trace.Status(trace.StatusCode.ERROR, err))
                 span.set_attribute("hpactl.metric.error", err)
             elif isinstance(value, dict):

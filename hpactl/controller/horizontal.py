@@ -71,7 +71,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 from opentelemetry import trace
@@ -116,12 +116,14 @@ from hpactl.model.crd import API_VERSION as CR_API_VERSION
 from hpactl.model.hpa import HPA, split_key
 from hpactl.model.selectors import Selector
 from hpactl.model.topology import skew_by_key
+from hpactl.obs.logging import EVENT_VERBOSITY, v_enabled
 from hpactl.obs.metrics import ControllerMetrics
-from hpactl.obs.tracing import SPAN_SCALE_UPDATE, SPAN_STATUS_UPDATE, SPAN_SYNC
+from hpactl.obs.tracing import SPAN_SCALE_UPDATE, SPAN_STATUS_UPDATE, SPAN_SYNC, start_span
 
 __all__ = ["TARGET_ATTRIBUTES", "TOPOLOGY_SKEW_EXCEEDED", "HorizontalController", "SyncRecord"]
 
 log = structlog.get_logger("hpactl.controller")
+_SYNCED_V = EVENT_VERBOSITY["hpa.synced"]
 
 #: OTel semantic-convention attribute for the target's name, per kind.
 TARGET_ATTRIBUTES = {
@@ -253,6 +255,12 @@ class HorizontalController:
         self.concurrency = concurrency
         self.tracer = tracer or trace.NoOpTracer()
         self.metrics = metrics
+        # Prometheus children by label values (labels() hashes and locks each time):
+        # (action, error) and (action, error, type) sets are never removed; an HPA's
+        # desired-replicas child goes with the HPA (forget).
+        self._recon_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._metric_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        self._desired_children: dict[str, Any] = {}
         self._fetcher = fetcher
         self.hpa_generation = hpa_generation
         self.stale_consistency = stale_consistency
@@ -363,6 +371,7 @@ class HorizontalController:
         if self.shadow is not None:
             self.shadow.forget(key)
         ns, name = _split(key)
+        self._desired_children.pop(key, None)
         if self.metrics is not None:
             self.metrics.forget_hpa(ns, name)
             if series is not None:
@@ -577,8 +586,9 @@ class HorizontalController:
         if self.metrics is not None:
             self.metrics.syncs_in_flight.inc()
         try:
-            with self.tracer.start_as_current_span(SPAN_SYNC) as span:
-                _base_attributes(span, hpa)
+            with start_span(self.tracer, SPAN_SYNC) as span:
+                if span.is_recording():
+                    _base_attributes(span, hpa)
                 try:
                     rec = await self._reconcile(hpa, span)
                 except NotLeader as exc:
@@ -599,10 +609,16 @@ class HorizontalController:
                 self.metrics.syncs_in_flight.dec()
         elapsed = time.perf_counter() - started
         if self.metrics is not None:
-            self.metrics.reconciliations.labels(rec.action, rec.error_label).inc()
-            self.metrics.reconciliation_duration.labels(rec.action, rec.error_label).observe(
-                elapsed
-            )
+            labels = (rec.action, rec.error_label)
+            children = self._recon_children.get(labels)
+            if children is None:
+                children = (
+                    self.metrics.reconciliations.labels(*labels),
+                    self.metrics.reconciliation_duration.labels(*labels),
+                )
+                self._recon_children[labels] = children
+            children[0].inc()
+            children[1].observe(elapsed)
         self.last_records[key] = rec
         self.records.add(rec, self.clock.now())
         if self.on_record is not None:
@@ -771,9 +787,20 @@ class HorizontalController:
             status_written=written,
             events=tuple(events),
         )
-        _decision_attributes(span, rec, expl)
-        if errors:
-            span.set_status(trace.Status(trace.StatusCode.ERROR, errors[0]))
+        if span.is_recording():
+            _decision_attributes(span, rec, expl)
+            if errors:
+                span.set_status(trace.Status(trace.StatusCode.ERROR, errors[0]))
+        # V(4) unless it rescaled or failed (obs.logging.verbosity_of): not built when dropped.
+        if rec.rescaled or errors or v_enabled(_SYNCED_V, "hpactl.controller"):
+            self._log_synced(rec, expl)
+        return rec
+
+    @staticmethod
+    def _log_synced(rec: SyncRecord, expl: Explanation) -> None:
+        errors = rec.errors
+        written = rec.status_written
+        key = rec.key
         log.info(
             "hpa.synced",
             hpa=key,
@@ -787,7 +814,6 @@ class HorizontalController:
             status_written=written,
             error=errors[0] if errors else None,
         )
-        return rec
 
     def _report_skew(self, hpa: HPA, read: SkewRead, span: trace.Span) -> tuple[Event, ...]:
         """The gauge and span attribute of the observed skew; with the
@@ -835,7 +861,7 @@ class HorizontalController:
         ref = hpa.spec.scale_target_ref
         assert read.scale is not None and read.mapping is not None
         current = read.scale.spec_replicas
-        with self.tracer.start_as_current_span(SPAN_SCALE_UPDATE) as span:
+        with start_span(self.tracer, SPAN_SCALE_UPDATE) as span:
             span.set_attribute("hpactl.replicas.desired", desired)
             span.set_attribute("hpactl.target.kind", ref.kind)
             span.set_attribute("hpactl.target.name", ref.name)
@@ -871,7 +897,7 @@ class HorizontalController:
             return ScaleWriteResult.succeeded()
 
     async def _write_status(self, hpa: HPA, outcome: Outcome) -> str | None:
-        with self.tracer.start_as_current_span(SPAN_STATUS_UPDATE) as span:
+        with start_span(self.tracer, SPAN_STATUS_UPDATE) as span:
             try:
                 async with asyncio.timeout(self.call_timeout):
                     stored = await update_hpa_status(
@@ -904,7 +930,12 @@ class HorizontalController:
         m = self.metrics
         if m is None:
             return
-        m.desired_replicas.labels(hpa.namespace, hpa.key_name).set(outcome.desired_replicas)
+        gauge = self._desired_children.get(hpa.key)
+        if gauge is None:
+            gauge = self._desired_children[hpa.key] = m.desired_replicas.labels(
+                hpa.namespace, hpa.key_name
+            )
+        gauge.set(outcome.desired_replicas)
         by_index = {me.index: me for me in outcome.explanation.metrics}
         current_status = hpa.status.current_replicas
         for fm in fetched:
@@ -920,8 +951,15 @@ class HorizontalController:
                     action = "scale_up"
                 elif me.proposal < current_status:
                     action = "scale_down"
-            m.metric_computations.labels(action, error, spec.type).inc()
-            m.metric_computation_duration.labels(action, error, spec.type).observe(fm.seconds)
+            labels = (action, error, spec.type)
+            children = self._metric_children.get(labels)
+            if children is None:
+                children = self._metric_children[labels] = (
+                    m.metric_computations.labels(*labels),
+                    m.metric_computation_duration.labels(*labels),
+                )
+            children[0].inc()
+            children[1].observe(fm.seconds)
 
 
 def _int_rv(rv: str) -> int | None:

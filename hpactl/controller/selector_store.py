@@ -106,10 +106,12 @@ class SelectorStore:
         if ns is not None and key in ns:
             old = ns[key]
             ns[key] = selector
+            if old is selector:
+                return  # the steady case: parse_selector hands back one object per text
             cache = self._matches.get(ns_key)
             # (match-nothing and match-everything both print as "")
             changed = old.is_nothing != selector.is_nothing or str(old) != str(selector)
-            if cache is not None and old is not selector and changed:
+            if cache is not None and changed:
                 cache.drop_key(key)
                 cache.add_key(key, selector)
 

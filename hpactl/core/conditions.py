@@ -71,6 +71,8 @@ def set_condition_in_list(
     """
     for i, c in enumerate(conditions):
         if c.type == type_:
+            if c.status == status and c.reason == reason and c.message == message:
+                return conditions  # unchanged: the same condition, the same time
             ltt = now if c.status != status else c.last_transition_time
             new = replace(
                 c, status=status, reason=reason, message=message, last_transition_time=ltt
@@ -80,5 +82,8 @@ def set_condition_in_list(
 
 
 def remove_condition(conditions: tuple[HPACondition, ...], type_: str) -> tuple[HPACondition, ...]:
-    """Drop every condition of ``type_`` (used for ScaledToZero when its gate is off)."""
+    """Drop every condition of ``type_`` (used for ScaledToZero when its gate is off);
+    ``conditions`` itself when there is none."""
+    if all(c.type != type_ for c in conditions):
+        return conditions
     return tuple(c for c in conditions if c.type != type_)

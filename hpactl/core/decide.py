@@ -566,7 +566,6 @@ class Outcome:
     """
 
     status: HPAStatus
-    status_raw: dict[str, Any]
     status_changed: bool
     events: tuple[Event, ...]
     history: History
@@ -576,6 +575,11 @@ class Outcome:
     error: str | None
     action: Literal["scale_up", "scale_down", "none"]
     error_label: Literal["none", "internal", "spec"]
+
+    @property
+    def status_raw(self) -> dict[str, Any]:
+        """The status JSON to write: built on demand (a steady sync writes nothing)."""
+        return status_to_raw(self.status)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -1436,11 +1440,13 @@ def _outcome(
         metric_sources=config.metric_source,
         metric_fallback=config.metric_fallback,
     )
-    status = replace(status, conditions=apply_problems(status.conditions, problems, plan.now))
-    events = [*events, *(Event(WARNING, p.reason, p.message) for p in problems)]
+    conds = apply_problems(status.conditions, problems, plan.now)
+    if conds is not status.conditions:
+        status = replace(status, conditions=conds)
+    if problems:
+        events = [*events, *(Event(WARNING, p.reason, p.message) for p in problems)]
     return Outcome(
         status=status,
-        status_raw=status_to_raw(status),
         status_changed=not status_equal(plan.hpa.status, status),
         events=tuple(events),
         history=history,

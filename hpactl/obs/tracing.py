@@ -13,6 +13,7 @@ the context, whichever provider made it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -31,6 +32,21 @@ SPAN_METRIC = "hpa.metric"
 SPAN_SCALE_GET = "hpa.scale.get"
 SPAN_SCALE_UPDATE = "hpa.scale.update"
 SPAN_STATUS_UPDATE = "hpa.status.update"
+
+
+# What a span of the no-op tracer is: nothing recorded, nothing to attach.
+_NO_SPAN: contextlib.nullcontext[trace.Span] = contextlib.nullcontext(trace.INVALID_SPAN)
+
+
+def start_span(tracer: trace.Tracer, name: str) -> contextlib.AbstractContextManager[trace.Span]:
+    """``tracer.start_as_current_span(name)``, at no cost when tracing is off.
+
+    The no-op tracer would make an invalid span and attach it to the context for
+    nothing; here the invalid span is handed out as is (``is_recording()`` False, so
+    callers skip building attributes)."""
+    if isinstance(tracer, trace.NoOpTracer):
+        return _NO_SPAN
+    return tracer.start_as_current_span(name)
 
 
 def tracing_enabled(env: Mapping[str, str]) -> bool:
