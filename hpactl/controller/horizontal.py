@@ -91,6 +91,7 @@ from hpactl.core.decide import (
     Explanation,
     MetricRequest,
     Outcome,
+    ReplicaMemo,
     ScaleWriteResult,
     SyncInputs,
     decide,
@@ -273,6 +274,8 @@ class HorizontalController:
         self._skew_series: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         self.selectors = SelectorStore()
         self.history: dict[str, History] = {}
+        # Each HPA's last replica calculation, reused while provably unchanged (decide).
+        self._replica_memos: dict[str, ReplicaMemo] = {}
         self.last_records: dict[str, SyncRecord] = {}
         # The latest syncs of each HPA (--decision-records), for explain / debug.
         self.records = DecisionRecords(decision_records)
@@ -359,6 +362,7 @@ class HorizontalController:
         """Drop everything the controller remembers about ``key``."""
         self.selectors.remove(key)
         self.history.pop(key, None)
+        self._replica_memos.pop(key, None)
         self.last_records.pop(key, None)
         self.records.forget(key)
         self._written_rv.pop(key, None)
@@ -711,6 +715,7 @@ class HorizontalController:
             scale_error=read.error,
             pod_owners=owners,
             conflict=conflict,
+            replica_memo=self._replica_memos.get(key),
         )
         # The selector is validated once here; needs_metrics and decide reuse it.
         inputs = with_selector(inputs)
@@ -736,6 +741,10 @@ class HorizontalController:
         plan = decide(inputs)
         if plan.selector is not None:
             self.selectors.set(key, plan.selector)
+        if plan.replica_memo is not None:
+            self._replica_memos[key] = plan.replica_memo
+        else:
+            self._replica_memos.pop(key, None)
 
         result: ScaleWriteResult | None = None
         if plan.rescale:

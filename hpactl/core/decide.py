@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from hpactl.core import conditions as C
@@ -57,6 +57,7 @@ from hpactl.core.metrics_eval import (
     Event,
     MetricInput,
     MetricOutcome,
+    MetricsResult,
     SelectorResult,
     compute_replicas_for_metrics,
     tolerances_for_hpa,
@@ -112,6 +113,7 @@ __all__ = [
     "Outcome",
     "Plan",
     "RateLimit",
+    "ReplicaMemo",
     "ScaleView",
     "ScaleWriteResult",
     "StabilizationWindow",
@@ -219,6 +221,8 @@ class SyncInputs:
       :func:`with_selector` stores it (None: computed when needed).
     * ``conflict``: for an hpactl HPA whose target a built-in HPA also names, the
       message saying so (:mod:`hpactl.core.conflict`): nothing is computed or scaled.
+    * ``replica_memo``: the previous sync's ``Plan.replica_memo`` for this HPA (the
+      replica calculation is reused when it provably gives the same answer).
     * ``pod_owners``: with the OwnerReference selection strategy
       (:mod:`hpactl.core.pod_selection`), the controller uids of the target's pods
       (None: every label-selected pod counts).
@@ -237,6 +241,7 @@ class SyncInputs:
     selector_result: SelectorResult | None = None
     pod_owners: frozenset[str] | None = None
     conflict: str = ""
+    replica_memo: ReplicaMemo | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,6 +541,7 @@ class Plan:
     error: str | None = None
     error_is_spec: bool = False
     selector: Selector | None = None
+    replica_memo: ReplicaMemo | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -727,6 +733,185 @@ def _limiting_policy(hpa: HPA, history: History, current: int, up: bool, now: da
 # ------------------------------------------------------------------------------- decide
 
 
+#: Reuse the previous sync's replica calculation when it provably gives the same
+#: answer (``ReplicaMemo``). A switch for the equivalence tests, which run both paths.
+REUSE_REPLICA_CALCULATION = True
+
+# Metric types whose calculation reads ``now`` only in groupPods' CPU-initialization
+# test (the samples it makes up for missing pods carry ``now`` but only their values
+# are used). Others (Object, External, Pods) always take the full path.
+_MEMO_TYPES = frozenset({RESOURCE, CONTAINER_RESOURCE})
+_NEVER = datetime.max.replace(tzinfo=UTC)
+_EVER = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaMemo:
+    """One sync's replica calculation and what it read (the "decide only what changed"
+    fast path; hpactl, not upstream).
+
+    ``compute_replicas_for_metrics`` is a function of the HPA, the CoreConfig, the
+    scale's replicas, the pods, the metric samples and ``now``. For Resource and
+    ContainerResource metrics (without a metric fallback):
+
+    * ``now`` enters only through groupPods' ``pod.start_time + cpuInitializationPeriod
+      > now`` (the samples made up for missing or unready pods carry ``now``, but only
+      their values are read): each pod's answer is constant for ``now`` in
+      ``[valid_from, valid_until)``;
+    * a sample's timestamp enters only through groupPods' test of an initializing pod
+      (``timestamp < readiness transition + window``: none once ``valid_until`` is
+      unbounded, as no pod is initializing then) and as the first sample's timestamp
+      in ``MetricOutcome.timestamp``, which the reuse refreshes.
+
+    So when the HPA and config are the same objects, the pods the same objects in the
+    same order, the replicas equal, the samples' pod names, windows and values equal
+    in the same order, the timestamps equal too unless no pod is initializing, and
+    ``now`` inside that interval, the result is the one computed before. The
+    stabilization, rate limits, conditions, status, events and history are computed
+    afresh every sync.
+    """
+
+    hpa: HPA
+    config: CoreConfig
+    spec_replicas: int
+    status_replicas: int
+    pods: tuple[PodView, ...]
+    values: tuple[tuple[tuple[str, timedelta, int], ...], ...]
+    stamps: tuple[tuple[datetime, ...], ...]
+    valid_from: datetime
+    valid_until: datetime
+    result: MetricsResult
+    explanations: tuple[MetricExplanation, ...]
+
+
+_Values = tuple[tuple[tuple[str, timedelta, int], ...], ...]
+_Stamps = tuple[tuple[datetime, ...], ...]
+
+
+def _samples_key(metric_inputs: Sequence[MetricInput]) -> tuple[_Values, _Stamps] | None:
+    """The samples' (pod, window, value) and timestamps, each in the samples' order,
+    or None when an input is not a plain sample map (a fetch error: the full path)."""
+    values = []
+    stamps = []
+    for m in metric_inputs:
+        if type(m) is not dict:
+            return None
+        values.append(tuple((name, pm.window, pm.value) for name, pm in m.items()))
+        stamps.append(tuple(pm.timestamp for pm in m.values()))
+    return tuple(values), tuple(stamps)
+
+
+def _memo_valid(
+    memo: ReplicaMemo | None,
+    inputs: SyncInputs,
+    scale: ScaleView,
+    pods: Sequence[PodView],
+    values: _Values,
+    stamps: _Stamps,
+) -> bool:
+    """Whether ``memo``'s result is what the calculation would give now (ReplicaMemo)."""
+    if memo is None:
+        return False
+    if not (
+        memo.hpa is inputs.hpa
+        and memo.config is inputs.config
+        and memo.spec_replicas == scale.spec_replicas
+        and memo.status_replicas == scale.status_replicas
+        and memo.valid_from <= inputs.now < memo.valid_until
+        and len(memo.pods) == len(pods)
+        and all(a is b for a, b in zip(memo.pods, pods, strict=True))
+        and memo.values == values
+    ):
+        return False
+    return memo.valid_until == _NEVER or memo.stamps == stamps
+
+
+def _validity(pods: Sequence[PodView], init: timedelta, now: datetime) -> tuple[datetime, datetime]:
+    """The interval around ``now`` in which no pod's CPU-initialization test flips."""
+    lo, hi = _EVER, _NEVER
+    for pod in pods:
+        if pod.start_time is None:
+            continue
+        flip = pod.start_time + init
+        if flip > now:
+            hi = min(hi, flip)
+        else:
+            lo = max(lo, flip)
+    return lo, hi
+
+
+def _restamped(res: MetricsResult, stamps: _Stamps) -> MetricsResult:
+    """``res`` with each outcome's first-sample timestamp taken from ``stamps``."""
+    outcomes = tuple(
+        o
+        if o.timestamp is None
+        or o.index >= len(stamps)
+        or not stamps[o.index]
+        or o.timestamp == stamps[o.index][0]
+        else replace(o, timestamp=stamps[o.index][0])
+        for o in res.outcomes
+    )
+    if all(a is b for a, b in zip(outcomes, res.outcomes, strict=True)):
+        return res
+    return replace(res, outcomes=outcomes)
+
+
+def _replica_calculation(
+    inputs: SyncInputs,
+    scale: ScaleView,
+    pods: Sequence[PodView],
+    metric_inputs: Sequence[MetricInput],
+    tolerances: Tolerances,
+    fallback: metric_fallback.FallbackConfig | None,
+    history: History,
+) -> tuple[MetricsResult, tuple[MetricExplanation, ...], ReplicaMemo | None]:
+    """``compute_replicas_for_metrics`` and the metrics' explanations, reused from
+    ``inputs.replica_memo`` when that provably gives the same answer."""
+    hpa, config, now = inputs.hpa, inputs.config, inputs.now
+    key = None
+    if (
+        REUSE_REPLICA_CALCULATION
+        and fallback is None
+        and all(m.type in _MEMO_TYPES for m in hpa.spec.metrics)
+    ):
+        key = _samples_key(metric_inputs)
+    memo = inputs.replica_memo
+    if key is not None and memo is not None and _memo_valid(memo, inputs, scale, pods, *key):
+        return _restamped(memo.result, key[1]), memo.explanations, memo
+    res = compute_replicas_for_metrics(
+        hpa,
+        scale.spec_replicas,
+        scale.status_replicas,
+        pods,
+        metric_inputs,
+        config.calculator(),
+        tolerances,
+        now,
+        None if fallback is None else metric_fallback.substitute(fallback, history, hpa, now),
+    )
+    metric_expl = tuple(
+        _metric_explanation(o, hpa.spec.metrics[o.index], tolerances) for o in res.outcomes
+    )
+    if key is None:
+        return res, metric_expl, None
+    lo, hi = _validity(pods, config.cpu_initialization_period, now)
+    values, stamps = key
+    new = ReplicaMemo(
+        hpa,
+        config,
+        scale.spec_replicas,
+        scale.status_replicas,
+        tuple(pods),
+        values,
+        stamps,
+        lo,
+        hi,
+        res,
+        metric_expl,
+    )
+    return res, metric_expl, new
+
+
 def decide(inputs: SyncInputs) -> Plan:
     """``horizontal.go: reconcileAutoscaler`` up to (not including) the scale update."""
     hpa = inputs.hpa
@@ -883,25 +1068,14 @@ def decide(inputs: SyncInputs) -> Plan:
     fb = metric_fallback.setup(hpa, config.metric_fallback, history, conds, now)
     history, conds = fb.history, fb.conditions
     events.extend(fb.events)
-    res = compute_replicas_for_metrics(
-        hpa,
-        scale.spec_replicas,
-        scale.status_replicas,
-        pods,
-        metric_inputs,
-        config.calculator(),
-        tolerances,
-        now,
-        None if fb.config is None else metric_fallback.substitute(fb.config, history, hpa, now),
+    res, metric_expl, memo = _replica_calculation(
+        inputs, scale, pods, metric_inputs, tolerances, fb.config, history
     )
     events.extend(res.events)
     if fb.config is not None:
         settled = metric_fallback.settle(fb.config, hpa, history, res.outcomes, conds, now)
         history, conds = settled.history, settled.conditions
         events.extend(settled.events)
-    metric_expl = tuple(
-        _metric_explanation(o, hpa.spec.metrics[o.index], tolerances) for o in res.outcomes
-    )
     if res.replicas == -1:
         if res.condition is not None:
             conds = _set(conds, res.condition, now)
@@ -936,6 +1110,7 @@ def decide(inputs: SyncInputs) -> Plan:
             error=_metrics_failure_error(hpa, err),
             error_is_spec=_spec_error(res.outcomes),
             selector=sel.store,
+            replica_memo=memo,
         )
     assert res.condition is not None
     conds = _set(conds, res.condition, now)
@@ -1070,6 +1245,7 @@ def decide(inputs: SyncInputs) -> Plan:
         min_replicas,
         error=res.error,
         selector=sel.store,
+        replica_memo=memo,
     )
 
 
