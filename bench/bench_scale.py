@@ -640,6 +640,11 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
             buckets = _buckets(counts)
             bound = _bound(buckets, qps, burst)
             fits = "fits" if wall <= period else "does NOT fit"
+            if label.startswith("steady round"):
+                results["round" + label.split()[-1]] = {
+                    "us_per_hpa": cpu / max(1, len(recs)) * 1e6,
+                    "wall": wall,
+                }
             print(
                 f"{label}: {len(recs)} HPAs in {wall:.2f} s wall (syncs {syncs_s:.2f} s, events "
                 f"after {wall - syncs_s:.2f} s) -> {fits} in the {period:g} s period\n"
@@ -826,13 +831,16 @@ def curve(args: argparse.Namespace) -> None:
         if found:
             rows.append(json.loads(found[-1][len("RESULT ") :]))
     print(
-        "| HPAs | CPU us per HPA-sync | % of a core | p99 interval | late | KiB per HPA "
-        "| peak RSS | load |"
+        "| HPAs | sync_all rounds, us/HPA | supervisor: us per HPA-sync | % of a core "
+        "| p99 interval | late | KiB per HPA | peak RSS | load |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        rounds = " / ".join(
+            f"{v:.0f}" for k, v in sorted(r.items()) if k.startswith("round") and "us_per" in k
+        )
         print(
-            f"| {r['hpas']} | {r.get('steady_us_per_sync', float('nan')):.0f} "
+            f"| {r['hpas']} | {rounds} | {r.get('steady_us_per_sync', float('nan')):.0f} "
             f"| {r.get('steady_cpu_share', float('nan')) * 100:.0f} "
             f"| {r.get('steady_p99', float('nan')):.2f} s "
             f"| {r.get('steady_late', 0):.0f} + {r.get('steady_short', 0):.0f} short "
