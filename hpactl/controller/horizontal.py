@@ -69,7 +69,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -99,6 +99,7 @@ from hpactl.core.decide import (
     metrics_to_fetch,
     needs_metrics,
     record_rescale,
+    with_metrics,
     with_selector,
 )
 from hpactl.core.history import History
@@ -737,7 +738,7 @@ class HorizontalController:
             finally:
                 if token is not None:
                     ASKER_PERIOD.reset(token)
-            inputs = replace(inputs, metrics=tuple(f.value for f in fetched))
+            inputs = with_metrics(inputs, tuple(f.value for f in fetched))
         plan = decide(inputs)
         if plan.selector is not None:
             self.selectors.set(key, plan.selector)

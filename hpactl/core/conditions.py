@@ -6,7 +6,6 @@ the strings ``horizontal.go`` passes to ``setCondition``.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from hpactl.model.hpa import HPACondition
@@ -74,9 +73,7 @@ def set_condition_in_list(
             if c.status == status and c.reason == reason and c.message == message:
                 return conditions  # unchanged: the same condition, the same time
             ltt = now if c.status != status else c.last_transition_time
-            new = replace(
-                c, status=status, reason=reason, message=message, last_transition_time=ltt
-            )
+            new = HPACondition(c.type, status, reason, message, ltt)
             return (*conditions[:i], new, *conditions[i + 1 :])
     return (*conditions, HPACondition(type_, status, reason, message, now))
 

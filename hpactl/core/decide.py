@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -691,7 +691,53 @@ def with_selector(inputs: SyncInputs) -> SyncInputs:
     scale = _reaches_selector(inputs)
     if scale is None or inputs.selector_result is not None:
         return inputs
-    return replace(inputs, selector_result=_selector(inputs, scale))
+    return _inputs_with(inputs, inputs.metrics, _selector(inputs, scale))
+
+
+def with_metrics(inputs: SyncInputs, metrics: Sequence[MetricInput]) -> SyncInputs:
+    """``inputs`` with the fetched ``metrics`` (``replace`` without its cost)."""
+    return _inputs_with(inputs, metrics, inputs.selector_result)
+
+
+_INPUT_FIELDS = (
+    "hpa",
+    "scale",
+    "pods",
+    "metrics",
+    "history",
+    "config",
+    "now",
+    "hpa_selectors",
+    "scale_error",
+    "scale_error_stage",
+    "selector_result",
+    "pod_owners",
+    "conflict",
+    "replica_memo",
+)
+# _inputs_with names every field: a new one must be added there too.
+assert tuple(f.name for f in fields(SyncInputs)) == _INPUT_FIELDS, "update _inputs_with"
+
+
+def _inputs_with(
+    i: SyncInputs, metrics: Sequence[MetricInput], selector_result: SelectorResult | None
+) -> SyncInputs:
+    return SyncInputs(
+        i.hpa,
+        i.scale,
+        i.pods,
+        metrics,
+        i.history,
+        i.config,
+        i.now,
+        i.hpa_selectors,
+        i.scale_error,
+        i.scale_error_stage,
+        selector_result,
+        i.pod_owners,
+        i.conflict,
+        i.replica_memo,
+    )
 
 
 def needs_metrics(inputs: SyncInputs) -> bool:
