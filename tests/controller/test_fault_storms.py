@@ -388,8 +388,11 @@ async def test_a_slow_metrics_namespace_does_not_hold_up_the_others_schedule(
     )
     # Every slow call ended at the controller's timeout, not the server's 20 s.
     assert slow and max(slow) < app.call_timeout + 1.5
-    # The others kept their schedule: each synced about once a period.
+    # The others kept their schedule: each synced about once a period. 8 periods hold
+    # 7 or 8 starts (the first is spread over the first period); a loaded host's
+    # dispatch lag, carried from tick to tick, may cost one more. Held behind the
+    # slow syncs (2 s each) they would manage 4 at most, and each would take ~2 s.
     for k in keys:
         if k != "slow/web":
-            assert len(durations[k]) >= 6, durations
-    assert max(others) < 1.0
+            assert len(durations[k]) >= int(8.0 / period) - 3, durations
+    assert max(others) < app.call_timeout / 2

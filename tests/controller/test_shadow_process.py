@@ -31,7 +31,11 @@ __all__ = ["spawn"]  # the fixture, shared with test_run_process
 
 pytestmark = pytest.mark.timeout(150)
 
-LAG = 2.0  # seconds between a Deployment's replicas changing and its pods following
+# Seconds between a Deployment's replicas changing and its pods following. Not a whole
+# number of sync periods after the writer's scale: the pods would change right at the
+# next syncs, and one controller would see them and the other not, depending on
+# milliseconds of load (a divergence of the test's making).
+LAG = 2.5
 COMMON = [
     "--horizontal-pod-autoscaler-sync-period=1s",
     "--horizontal-pod-autoscaler-cpu-initialization-period=3s",
@@ -239,6 +243,9 @@ async def _start_pair(
         [f"--master={via_shadow.url}", *COMMON, "--shadow", "--leader-elect=true", *shadow_flags]
     )
     await wait_until(lambda: shadow.logged("hpactl.shadow") is not None, 30, shadow, "shadow")
+    # The world's timeline starts once both sync: a host slow to start a process must
+    # not eat into the seconds before the first load change.
+    await wait_until(lambda: writer.logged("hpactl.leading") is not None, 30, writer, "writer")
     return writer, shadow
 
 
