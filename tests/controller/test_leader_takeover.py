@@ -19,7 +19,17 @@ from support.proxy import RecordingProxy
 from hpactl.emulator.emulator import Emulator
 
 from .builders import hpa, pod_metrics, workload
-from .test_run_process import Proc, _args, _fast_lease, _holder, _now, _replicas, spawn, wait_until
+from .test_run_process import (
+    Proc,
+    _args,
+    _fast_lease,
+    _holder,
+    _now,
+    _replicas,
+    spawn,
+    wait_until,
+    wait_until_async,
+)
 
 __all__ = ["spawn"]  # the fixture, shared with test_run_process
 
@@ -42,10 +52,11 @@ async def test_the_standby_leads_and_writes_within_the_lease_after_the_leader_is
         await wait_until(lambda: a.logged("hpactl.leading") is not None, 30, a, "A leads")
         b: Proc = await spawn([f"--master={via_b.url}", *_args(emu, *le)[1:]])
         await wait_until(lambda: b.logged("hpactl.electing") is not None, 30, b, "B elects")
-        for _ in range(100):  # B is a ready standby (caches synced)
-            if await b.readyz() == 200:
-                break
-            await asyncio.sleep(0.05)
+
+        async def b_ready() -> bool:
+            return await b.readyz() == 200
+
+        await wait_until_async(b_ready, 30, b, "B a ready standby (caches synced)")
         await asyncio.sleep(1.0)
         last_renewal = max(w.at for w in via_a.writes(leases=True) if w.is_lease)
 
@@ -69,7 +80,9 @@ async def test_the_standby_leads_and_writes_within_the_lease_after_the_leader_is
         )
         assert _holder(emu, "hpactl-kill") == (b.logged("hpactl.leading") or {}).get("identity")
         # Bound: B sees A's last renewal up to one retry period late, waits a whole lease
-        # duration from then, and tries again within a retry period; 0.5 s for loopback
-        # and process scheduling on a busy CI host.
-        assert since_renewal <= LEASE + 2 * RETRY + 0.5
-        assert lease_taken <= LEASE + 2 * RETRY + 0.5
+        # duration from then, and tries again within a retry period; 1 s for loopback,
+        # process scheduling and this test's proxy timestamps on a busy CI host (3.43 s
+        # measured at loadavg 3 on 2 vCPUs, 0.57 s under the old 0.5 s slack). A takeover
+        # that waited the lease plus the renew deadline (5 s) or two leases still fails.
+        assert since_renewal <= LEASE + 2 * RETRY + 1.0
+        assert lease_taken <= LEASE + 2 * RETRY + 1.0
