@@ -182,11 +182,16 @@ async def test_spec_change_wakes_the_hpa_only_under_hpa_generation(rig_factory: 
         ctl.on_record = seen
         ctl.start_scheduling()
         # First tick: the initial key is spread within one period on the virtual clock.
-        for _ in range(200):
-            if synced:
-                break
-            rig.clock.advance(1)
-            await asyncio.sleep(0.01)
+        # The clock stops once the sync is under way (another period of advances while a
+        # slow host syncs would make a second, periodic sync look like a wake below).
+        sup = ctl.supervisor
+        assert sup is not None
+        async with asyncio.timeout(10):
+            while not (synced or sup.in_flight or sup.queue_state()[0]):
+                rig.clock.advance(1)
+                await asyncio.sleep(0.01)
+            while not synced:
+                await asyncio.sleep(0.01)
         assert synced == ["default/web"]
         # A status-only write never wakes it; a spec change does, with the gate.
         obj = rig.emu.store.get("autoscaling", "horizontalpodautoscalers", "default", "web")
@@ -194,10 +199,12 @@ async def test_spec_change_wakes_the_hpa_only_under_hpa_generation(rig_factory: 
         obj["spec"]["maxReplicas"] = 7
         rig.emu.store.apply(obj)
         await rig.settle()
-        for _ in range(50):
+        # A wake syncs at once (real time, the virtual clock stands still): waited for up
+        # to 10 s. Without the gate nothing may come: 1 s is ample for a wrong wake.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (10.0 if expect_wake else 1.0)
+        while len(synced) < 2 and loop.time() < deadline:
             await asyncio.sleep(0.01)
-            if len(synced) > 1:
-                break
         assert (len(synced) > 1) is expect_wake
         await ctl.stop_scheduling()
 
