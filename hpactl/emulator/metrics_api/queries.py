@@ -97,8 +97,16 @@ def field_selector(text: str) -> FieldFilter:
 
 
 def _render_pod_metrics(
-    state: MetricsState, item: Mapping[str, Any], *, with_type: bool
+    state: MetricsState,
+    item: Mapping[str, Any],
+    *,
+    with_type: bool,
+    now: str = "",
+    copy: bool = True,
 ) -> dict[str, Any] | None:
+    """The PodMetrics served for ``item``. ``copy=False`` (a list, serialized right
+    away and never modified) shares the stored sub-objects instead of copying them;
+    ``now`` is the list's one reading of the clock."""
     meta = item["metadata"]
     ns, name = meta["namespace"], meta["name"]
     if "labels" in meta:
@@ -108,8 +116,8 @@ def _render_pod_metrics(
         labels = state.pod_labels(ns, name)
         if labels is None:
             return None
-    now = format_time(state.now())
-    out_meta = {k: tree_copy(v) for k, v in meta.items()}
+    now = now or format_time(state.now())
+    out_meta = {k: tree_copy(v) for k, v in meta.items()} if copy else dict(meta)
     out_meta.setdefault("creationTimestamp", now)
     if labels:
         out_meta["labels"] = dict(labels)
@@ -122,7 +130,7 @@ def _render_pod_metrics(
     body["metadata"] = out_meta
     body["timestamp"] = item["timestamp"] or now
     body["window"] = item["window"] or DEFAULT_WINDOW
-    body["containers"] = tree_copy(item["containers"])
+    body["containers"] = tree_copy(item["containers"]) if copy else item["containers"]
     return body
 
 
@@ -130,10 +138,11 @@ def pod_metrics_list(
     state: MetricsState, namespace: str | None, selector: Selector | None, field_ok: FieldFilter
 ) -> dict[str, Any]:
     items = []
+    now = format_time(state.now())
     for (ns, name), item in state.objects(POD_METRICS).sorted_items(namespace):
         if not field_ok(ns, name):
             continue
-        body = _render_pod_metrics(state, item, with_type=False)
+        body = _render_pod_metrics(state, item, with_type=False, now=now, copy=False)
         if body is None:
             continue
         if selector is not None and not selector.matches(body["metadata"].get("labels", {})):
