@@ -16,7 +16,9 @@ made each tick allocate several futures and kept the collector busy).
   serves them all, so an HPA decides on metrics at most a slot old, not a period;
   the namespaces stay staggered over the period, and a large namespace's syncs are
   spread over its wider slot rather than bunched.
-- A key's ticks are the times ``phase + k * period`` on the clock (its "grid"). Keys
+- A key's ticks are the times ``start + phase + k * period`` (its "grid"; ``start``:
+  when the supervisor started, so two replicas, or a shadow beside a writer, do not
+  tick in lockstep). Keys
   known when the supervisor starts (the informer's initial list) or taken over
   (``add_spread``) first sync at their next grid point, so ten thousand HPAs do not
   fire together. A key added while running (a new HPA) is synced at once, as upstream
@@ -233,6 +235,7 @@ class SyncSupervisor:
         self._observer = observer
         self._keys: dict[str, _KeySchedule] = {}
         self._per_ns: dict[str, int] = {}  # keys per namespace, for the slot widths
+        self._origin = 0.0  # when the supervisor started: every grid's origin
         self._running = False
         self._heap: list[_Entry] = []
         self._seq = itertools.count()
@@ -262,7 +265,7 @@ class SyncSupervisor:
         self._next_due = float("inf")
         self._ready = asyncio.Queue()
         self._slots = asyncio.Semaphore(self._concurrency)
-        now = self._clock.monotonic()
+        now = self._origin = self._clock.monotonic()
         for key in set(initial_keys) - set(self._keys):
             self._new_key(key)
         for key in sorted(self._keys):
@@ -429,7 +432,8 @@ class SyncSupervisor:
         """``sched``'s phase for ``period``: computed at its first tick on that period."""
         if sched.phase_period != period:
             count = self._per_ns.get(namespace_of(sched.key), 1)
-            sched.phase = tick_phase(sched.key, period, self._period, count)
+            phase = tick_phase(sched.key, period, self._period, count)
+            sched.phase = (self._origin + phase) % period
             sched.phase_period = period
         return sched.phase
 
