@@ -822,27 +822,28 @@ class ReplicaMemo:
     spec_replicas: int
     status_replicas: int
     pods: tuple[PodView, ...]
-    values: tuple[tuple[tuple[str, timedelta, int], ...], ...]
-    stamps: tuple[tuple[datetime, ...], ...]
+    values: tuple[tuple[str | timedelta | int, ...], ...]
+    stamps: tuple[tuple[datetime, ...], ...] | None
     valid_from: datetime
     valid_until: datetime
     result: MetricsResult
     explanations: tuple[MetricExplanation, ...]
 
 
-_Values = tuple[tuple[tuple[str, timedelta, int], ...], ...]
+_Values = tuple[tuple[str | timedelta | int, ...], ...]
 _Stamps = tuple[tuple[datetime, ...], ...]
 
 
 def _samples_key(metric_inputs: Sequence[MetricInput]) -> tuple[_Values, _Stamps] | None:
-    """The samples' (pod, window, value) and timestamps, each in the samples' order,
+    """The samples' pod, window, value (flat, per metric: kept per HPA, so small) and
+    timestamps, each in the samples' order,
     or None when an input is not a plain sample map (a fetch error: the full path)."""
     values = []
     stamps = []
     for m in metric_inputs:
         if type(m) is not dict:
             return None
-        values.append(tuple((name, pm.window, pm.value) for name, pm in m.items()))
+        values.append(tuple(x for name, pm in m.items() for x in (name, pm.window, pm.value)))
         stamps.append(tuple(pm.timestamp for pm in m.values()))
     return tuple(values), tuple(stamps)
 
@@ -949,7 +950,7 @@ def _replica_calculation(
         scale.status_replicas,
         tuple(pods),
         values,
-        stamps,
+        stamps if hi != _NEVER else None,  # only read while a pod is initializing
         lo,
         hi,
         res,
