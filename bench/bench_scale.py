@@ -590,7 +590,13 @@ async def measure(args: argparse.Namespace, url: str, rpc: Rpc) -> None:
         from hpactl.controller.run import tune_gc
 
         tune_gc()  # as `hpactl run` does once the caches have synced
-        print(f"  gc thresholds (as hpactl run): {gc.get_threshold()}")
+        from hpactl.controller.run import collect_young
+
+        young = asyncio.ensure_future(collect_young())  # as `hpactl run`; ends with the loop
+        print(
+            f"  gc thresholds (as hpactl run): {gc.get_threshold()}; "
+            f"young passes on a clock: {not young.done()}"
+        )
         if args.gc_threshold:
             gc.set_threshold(*(int(x) for x in args.gc_threshold.split(",")))
         if args.gc_freeze:
