@@ -559,6 +559,11 @@ def test_every_permission_of_the_ha_role_has_an_expected_effect() -> None:
     assert {(r, v) for _, v, _, r in _ha_permissions()} == set(HA_SURFACES)
 
 
+#: Bound on what a fresh ``hpactl run`` shows within its first periods (the 403, the
+#: first history write): the process's start-up counts, which a loaded host stretches.
+START_UP = 30.0
+
+
 @needs_kubectl
 @pytest.mark.parametrize("case", _ha_permissions(), ids=lambda c: f"{c[3]}:{c[1]}")
 async def test_hpactl_fails_visibly_without_any_single_permission(
@@ -593,26 +598,26 @@ async def test_hpactl_fails_visibly_without_any_single_permission(
             holders = _holders(emu)
             assert len(set(holders.values())) == 1 and len(holders) == SHARDS, holders
         if "unread" in surfaces:
-            assert await poll(logged, 5), proc.output()
+            assert await poll(logged, START_UP), proc.output()
             assert proc.find("hpactl.history_unreadable") is not None, proc.output()
             assert proc.find("hpactl.history_loaded") is None, proc.output()
             # Written all the same (create, then update): only the next owner loses it.
-            assert await poll(lambda: _history(emu, shard) is not None, 10), proc.output()
+            assert await poll(lambda: _history(emu, shard) is not None, START_UP), proc.output()
         if "unwritten" in surfaces:
-            assert await poll(logged, 10), proc.output()
+            assert await poll(logged, START_UP), proc.output()
             assert proc.find("hpactl.history_write_failed") is not None, proc.output()
             assert emu.store.list("", "configmaps", HPACTL_NAMESPACE) == [], proc.output()
         if "stale" in surfaces:
-            assert await poll(logged, 10), proc.output()
+            assert await poll(logged, START_UP), proc.output()
             assert proc.find("hpactl.history_write_failed") is not None, proc.output()
             first = _history(emu, shard)
             assert first is not None
             await poll(lambda: False, 2.5)  # more periods: no write gets through
             assert _history(emu, shard) == first, proc.output()
         if "conflict" in surfaces:
-            assert await poll(lambda: _history(emu, shard) is not None, 10), proc.output()
+            assert await poll(lambda: _history(emu, shard) is not None, START_UP), proc.output()
             await _touch_history(cluster, shard)
-            assert await poll(logged, 10), proc.output()
+            assert await poll(logged, START_UP), proc.output()
             assert proc.find("hpactl.history_write_failed") is not None, proc.output()
             await poll(lambda: False, 2.5)
             assert _touched(emu, shard), "the conflicting write was overwritten"
