@@ -160,7 +160,8 @@ async def kubectl(kubeconfig: Path, *args: str, timeout: float = 60.0) -> tuple[
 # --------------------------------------------------------------------------- the cluster
 
 
-def _deployment(name: str, replicas: int) -> Obj:
+def app_deployment(name: str, replicas: int) -> Obj:
+    """A Deployment of the app namespace whose pods request 100m CPU."""
     labels = {"app": name}
     return {
         "apiVersion": "apps/v1",
@@ -183,6 +184,42 @@ def _deployment(name: str, replicas: int) -> Obj:
             },
         },
     }
+
+
+def external_hpa(api_version: str, name: str, value: str, selector: Obj | None = None) -> Obj:
+    """An HPA (built-in or hpactl's, by ``api_version``) scaling Deployment ``name`` on
+    the External metric queue_length at ``value`` per replica."""
+    metric: Obj = {"name": "queue_length"}
+    if selector is not None:
+        metric["selector"] = selector
+    return {
+        "apiVersion": api_version,
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": APP_NAMESPACE},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": 1,
+            "maxReplicas": 10,
+            "metrics": [
+                {
+                    "type": "External",
+                    "external": {
+                        "metric": metric,
+                        "target": {"type": "AverageValue", "averageValue": value},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def synced_desired(proc: HpactlProcess) -> dict[str, int | None]:
+    """Each HPA's latest decision (desired replicas) in a -v=4 JSON log, by key."""
+    out: dict[str, int | None] = {}
+    for r in proc.records:
+        if r.get("msg") == "hpa.synced":
+            out[str(r["hpa"])] = r.get("desired")
+    return out
 
 
 def _pod(app: str, i: int) -> Obj:
@@ -286,7 +323,7 @@ def seed_cluster(emu: Emulator) -> None:
     replica → 3.
     """
     for name, replicas in (("web", 2), ("front", 1)):
-        emu.store.create(_deployment(name, replicas))
+        emu.store.create(app_deployment(name, replicas))
     emu.apply_object(CONSUMER_CRD)
     emu.apply_object(_consumer("worker", 1))
     for i in range(2):

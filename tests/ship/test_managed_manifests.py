@@ -35,8 +35,10 @@ from .support import (
     Cluster,
     HpactlProcess,
     RecordingAuthorizer,
+    app_deployment,
     apply_json_patch,
     assert_kustomize_renders,
+    external_hpa,
     hpactl_argv,
     kubectl,
     load_docs,
@@ -162,49 +164,6 @@ async def test_kubectl_kustomize_renders_the_overlay(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the cluster
 
 
-def _deployment(name: str, replicas: int) -> Obj:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "containers": [
-                        {"name": "app", "image": "app", "resources": {"requests": {"cpu": "100m"}}}
-                    ]
-                },
-            },
-        },
-    }
-
-
-def _external_hpa(api_version: str, name: str, value: str) -> Obj:
-    return {
-        "apiVersion": api_version,
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-            "minReplicas": 1,
-            "maxReplicas": 10,
-            "metrics": [
-                {
-                    "type": "External",
-                    "external": {
-                        "metric": {"name": "queue_length"},
-                        "target": {"type": "AverageValue", "averageValue": value},
-                    },
-                }
-            ],
-        },
-    }
-
-
 @needs_kubectl
 async def test_hpactl_runs_its_own_hpas_under_the_managed_rbac(cluster: Cluster) -> None:
     emu = cluster.emu
@@ -215,13 +174,13 @@ async def test_hpactl_runs_its_own_hpas_under_the_managed_rbac(cluster: Cluster)
     assert code == 0, f"{out}\n{err}"
     # web: hpactl's resource, queue 30 at 10 per replica -> 3. legacy: a built-in HPA
     # (run by the built-in controller, absent here) that hpactl must not touch.
-    emu.store.create(_deployment("web", 1))
-    emu.store.create(_deployment("legacy", 1))
+    emu.store.create(app_deployment("web", 1))
+    emu.store.create(app_deployment("legacy", 1))
     emu.metrics.set_external(
         [{"namespace": "default", "metricName": "queue_length", "metricLabels": {}, "value": "30"}]
     )
-    emu.apply_object(_external_hpa(crd.API_VERSION, "web", "10"))
-    emu.apply_object(_external_hpa("autoscaling/v2", "legacy", "10"))
+    emu.apply_object(external_hpa(crd.API_VERSION, "web", "10"))
+    emu.apply_object(external_hpa("autoscaling/v2", "legacy", "10"))
     legacy_before = copy.deepcopy(
         emu.store.get("autoscaling", "horizontalpodautoscalers", "default", "legacy")
     )

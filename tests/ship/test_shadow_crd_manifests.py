@@ -30,8 +30,10 @@ from .support import (
     Cluster,
     HpactlProcess,
     RecordingAuthorizer,
+    app_deployment,
     apply_json_patch,
     assert_kustomize_renders,
+    external_hpa,
     hpactl_argv,
     http_status,
     kubectl,
@@ -39,6 +41,7 @@ from .support import (
     needs_kubectl,
     poll,
     seed_cluster,
+    synced_desired,
     uses_verb,
     with_release_image,
 )
@@ -129,48 +132,6 @@ async def test_kubectl_kustomize_renders_the_overlay(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- against the emulator
 
 
-def _external_cr(name: str) -> Obj:
-    return {
-        "apiVersion": crd.API_VERSION,
-        "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
-            "minReplicas": 1,
-            "maxReplicas": 10,
-            "metrics": [
-                {
-                    "type": "External",
-                    "external": {
-                        "metric": {
-                            "name": "queue_length",
-                            "selector": {"matchLabels": {"queue": "orders"}},
-                        },
-                        "target": {"type": "AverageValue", "averageValue": "15"},
-                    },
-                }
-            ],
-        },
-    }
-
-
-def _deployment(name: str) -> Obj:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "app", "image": "app"}]},
-            },
-        },
-    }
-
-
 async def _apply(cluster: Cluster, *, without_cr_rule: bool = False) -> None:
     """kubectl apply the overlay's RBAC (optionally without the CR rule) and the CRD."""
     docs = [
@@ -188,9 +149,11 @@ async def _apply(cluster: Cluster, *, without_cr_rule: bool = False) -> None:
     )
     assert code == 0, f"{out}\n{err}"
     seed_cluster(cluster.emu)
-    cluster.emu.store.create(_deployment("api"))
+    cluster.emu.store.create(app_deployment("api", 1))
     # queue_length 30 at 15 per replica: the hpactl HPA's decision is 2.
-    cluster.emu.apply_object(_external_cr("api"))
+    cluster.emu.apply_object(
+        external_hpa(crd.API_VERSION, "api", "15", {"matchLabels": {"queue": "orders"}})
+    )
 
 
 def _shadow_argv(cluster: Cluster, proxy: RecordingProxy) -> list[str]:
@@ -209,14 +172,6 @@ def _shadow_argv(cluster: Cluster, proxy: RecordingProxy) -> list[str]:
     ]
 
 
-def _synced(proc: HpactlProcess) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
-    for r in proc.records:
-        if r.get("msg") == "hpa.synced":
-            out[str(r["hpa"])] = r.get("desired")
-    return out
-
-
 @needs_kubectl
 async def test_shadow_decides_for_both_kinds_and_writes_nothing(cluster: Cluster) -> None:
     emu = cluster.emu
@@ -226,8 +181,10 @@ async def test_shadow_decides_for_both_kinds_and_writes_nothing(cluster: Cluster
     async with RecordingProxy(emu.url, ssl=emu.client_ssl_context()) as proxy:
         async with HpactlProcess(_shadow_argv(cluster, proxy)) as proc:
             want = {"default/web": 4, "default/hhpa:api": 2}
-            done = await poll(lambda: all(_synced(proc).get(k) == v for k, v in want.items()), 30)
-            assert done, f"{_synced(proc)}\n{proc.output()}"
+            done = await poll(
+                lambda: all(synced_desired(proc).get(k) == v for k, v in want.items()), 30
+            )
+            assert done, f"{synced_desired(proc)}\n{proc.output()}"
             assert await proc.terminate() == 0, proc.output()
         assert proxy.writes(leases=True) == []
     assert [r for r in recorder.seen if not r[-1]] == []

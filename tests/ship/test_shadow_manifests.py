@@ -40,6 +40,7 @@ from .support import (
     load_docs,
     poll,
     seed_cluster,
+    synced_desired,
 )
 from .support import (
     uses_verb as _uses,
@@ -208,15 +209,6 @@ def _pattern(group: str, resource: str) -> tuple[str, str]:
     return g, r
 
 
-def _synced(proc: HpactlProcess) -> dict[str, int | None]:
-    """Each HPA's latest decision (desired replicas) in the shadow's log."""
-    out: dict[str, int | None] = {}
-    for r in proc.records:
-        if r.get("msg") == "hpa.synced":
-            out[str(r["hpa"]).partition("/")[2]] = r.get("desired")
-    return out
-
-
 @needs_kubectl
 async def test_shadow_works_with_the_read_only_role_and_writes_nothing(cluster: Cluster) -> None:
     emu = cluster.emu
@@ -227,9 +219,11 @@ async def test_shadow_works_with_the_read_only_role_and_writes_nothing(cluster: 
     async with RecordingProxy(emu.url, ssl=emu.client_ssl_context()) as proxy:
         async with HpactlProcess(_shadow_argv(cluster, proxy)) as proc:
             # The decisions the built-in controller would make (tests/ship/support.py).
-            want = {"web": 4, "worker": 3, "front": 3}
-            done = await poll(lambda: all(_synced(proc).get(k) == v for k, v in want.items()), 30)
-            assert done, f"{_synced(proc)}\n{proc.output()}"
+            want = {"default/web": 4, "default/worker": 3, "default/front": 3}
+            done = await poll(
+                lambda: all(synced_desired(proc).get(k) == v for k, v in want.items()), 30
+            )
+            assert done, f"{synced_desired(proc)}\n{proc.output()}"
             serving = proc.find("hpactl.serving")
             assert serving is not None
             assert await http_status(f"http://127.0.0.1:{serving['health_port']}/readyz") == 200
@@ -319,9 +313,11 @@ async def test_shadow_run_under_its_rbac_logs_no_403(cluster: Cluster) -> None:
         RecordingProxy(emu.url, ssl=emu.client_ssl_context()) as proxy,
         HpactlProcess([*_shadow_argv(cluster, proxy), "-v=10"]) as proc,
     ):
-        want = {"web": 4, "worker": 3, "front": 3}
-        done = await poll(lambda: all(_synced(proc).get(k) == v for k, v in want.items()), 30)
-        assert done, f"{_synced(proc)}\n{proc.output()}"
+        want = {"default/web": 4, "default/worker": 3, "default/front": 3}
+        done = await poll(
+            lambda: all(synced_desired(proc).get(k) == v for k, v in want.items()), 30
+        )
+        assert done, f"{synced_desired(proc)}\n{proc.output()}"
         await poll(lambda: False, 2.5)  # a few more syncs
         assert await proc.terminate() == 0, proc.output()
     assert any('"v":4' in line for line in proc.lines), "not at debug level"
