@@ -388,8 +388,14 @@ async def test_a_writer_with_a_shorter_downscale_stabilization_diverges_only_whe
         lines = [e for e in shadow.logs if e.get("msg") == "hpa.shadow_divergence"]
         assert lines and {e["hpa"] for e in lines} == {"default/drop"}
         first = next(e for e in lines if e["field"] == "desiredReplicas")
-        # The writer scaled 4 -> 1 where hpactl, from the same inputs, held 4.
-        assert first["writer"]["value"] == 1 and first["writer"]["specReplicas"] == 4
+        # The writer went to 1 where hpactl, from the same inputs, held 4 (its 6 s window
+        # still holds the 4). Which of the writer's decisions is the first one judged
+        # depends on the order of the two processes' syncs after the load falls: if the
+        # shadow syncs between the fall and the writer's scale-down (its 1 s window can
+        # let it go at its first low sync), it judges the step itself (spec 4 -> 1);
+        # otherwise it never saw the step's inputs, and the first judged is the writer's
+        # next decision, which keeps 1 (spec 1) where hpactl still says 4.
+        assert first["writer"]["value"] == 1 and first["writer"]["specReplicas"] in (4, 1)
         assert first["hpactl"] and all(h["value"] == 4 for h in first["hpactl"])
         assert first["hpactl"][0]["currentMetrics"] == first["writer"]["currentMetrics"]
         assert "ScaleDownStabilized" in str(shadow.raw) or first["hpactl"][0]["limitedBy"]
