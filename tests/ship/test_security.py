@@ -45,6 +45,7 @@ from .support import (
     hpactl_argv,
     load_docs,
     poll,
+    poll_async,
     rbac_files,
     run_flags,
     seed_cluster,
@@ -166,6 +167,15 @@ async def _get(
     writer.close()
     head, _, body = data.decode(errors="replace").partition("\r\n\r\n")
     return int(head.split()[1]), body
+
+
+async def _ready(port: int, path: str, timeout: float = 30) -> bool:
+    """Whether a tokenless GET of `path` over TLS answers 200 within `timeout` s."""
+    return await poll_async(lambda: _status(port, path), 200, timeout)
+
+
+async def _status(port: int, path: str) -> int:
+    return (await _get(port, path, tls=True))[0]
 
 
 async def _run(*args: str, timeout: float = 60) -> tuple[int, str, str]:
@@ -426,6 +436,9 @@ async def test_secure_metrics_server_serves_only_its_routes(tmp_path: Path) -> N
         async with HpactlProcess(argv) as proc:
             serving = await proc.wait_for_record("hpactl.serving", 30)
             port, admin = serving["metrics_port"], emu.admin_token
+            # hpactl.serving is logged before the informers' first list ends: /readyz
+            # says 500 until then (a slow list, a loaded machine), so wait for it.
+            assert await _ready(port, "/readyz"), proc.output()
             assert (await _get(port, "/metrics", token=admin, tls=True))[0] == 200
             # The probes, for checks over HTTPS, need no token; nothing else is served,
             # to anyone, and an unknown path tells a client without a token nothing.
@@ -440,7 +453,8 @@ async def test_secure_metrics_server_serves_only_its_routes(tmp_path: Path) -> N
         async with HpactlProcess(argv) as proc:
             serving = await proc.wait_for_record("hpactl.serving", 30)
             port = serving["metrics_port"]
-            assert (await _get(port, "/readyz/informer-caches", tls=True))[0] == 200
+            # Without a token: 401 for ever if the prefix did not let it through.
+            assert await _ready(port, "/readyz/informer-caches"), proc.output()
             sneaky = ["/readyz/../metrics", "/readyz/%2e%2e/metrics", "/readyz/..%2fmetrics"]
             codes = await _probe_all(port, sneaky, tls=True)
             assert set(codes.values()) == {404}, codes
