@@ -359,6 +359,11 @@ async def test_leader_hand_over_without_double_scale_and_clean_sigterm(
         second: Proc = await spawn(_args(emu, *le))
         await wait_until(lambda: second.logged("hpactl.electing") is not None, 30, second)
         await wait_until(lambda: _replicas(emu) == 4, 30, first, "scale up to 4")
+        # Its Event too: the recorder writes it in the background after the scale, so a
+        # kill right after the scale could lose it (and nobody would scale again).
+        await wait_until(
+            lambda: len(events(emu, reason="SuccessfulRescale")) == 1, 10, first, "its Event"
+        )
 
         # The new pods arrive and the load sits at the target: 4 is right from now on.
         for i in (2, 3):
