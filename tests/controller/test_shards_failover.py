@@ -458,14 +458,15 @@ async def test_shards_handed_off_to_a_joining_replica_keep_their_scale_down_wind
         assert sorted(released) == sorted(moved)
         late = _late(down, last_high)
         mine_b = [ns for ns in NAMESPACES if shard_of(ns, SHARDS) in moved]
+        taken = _first_lease_write(b, lock, moved)
         print(
-            f"\n[shards join in window] B started {joining - dropped:.2f}s after the drop; "
+            f"\n[shards join in window] B started {joining - dropped:.2f}s after the drop, "
+            f"took its shards {taken - dropped:.2f}s after it; "
             f"scale-down after the last high entry left the window (moved to B: "
             f"{[late[ns] for ns in mine_b]}, kept by A: "
             f"{[late[ns] for ns in NAMESPACES if ns not in mine_b]})"
         )
         _assert_down_as_the_window_ends(late)
-        taken = _first_lease_write(b, lock, moved)
         assert all(down[ns] >= taken + 2 * PERIOD for ns in mine_b), "down at the hand-off"
         assert await a.proc.stop() == 0
         assert await b.proc.stop() == 0
