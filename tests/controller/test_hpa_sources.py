@@ -487,7 +487,8 @@ async def test_scheduled_hpactl_hpa_resumes_when_the_builtin_one_goes_not_a_peri
                 return int(obj["spec"]["replicas"])
 
             await _until(lambda: replicas() == 4, "the rescale")
-            assert reason() == "ValidMetricFound"
+            # The same sync writes the status after the scale: polled, not read at once.
+            await _until(lambda: reason() == "ValidMetricFound", "the status after the rescale")
 
 
 @pytest.mark.parametrize(
