@@ -273,11 +273,13 @@ async def test_no_token_in_any_output_at_the_most_verbose_level(
             kc = f"--kubeconfig={kubeconfig}"
             akc = f"--kubeconfig={emu.write_kubeconfig(tmp_path / 'admin.kubeconfig')}"
             codes = []
+            # --token=VALUE: the admin token is random URL-safe base64, which starts with
+            # "-" one time in 64; as a separate word argparse reads it as an option (exit 2).
             for i, args in enumerate(
                 (
-                    ("--server", server, "--token", admin, "--insecure-skip-tls-verify"),
-                    ("--server", server, "--token", stranger, "--insecure-skip-tls-verify", kc),
-                    ("--server", server, "--token", admin, kc),  # no CA for hpactl's cert
+                    ("--server", server, f"--token={admin}", "--insecure-skip-tls-verify"),
+                    ("--server", server, f"--token={stranger}", "--insecure-skip-tls-verify", kc),
+                    ("--server", server, f"--token={admin}", kc),  # no CA for hpactl's cert
                     ("--server", "", kc),  # 403: the ServiceAccount may not get HPAs
                     ("--server", "", akc),
                     ("--server", "", akc, "-o", "json"),
