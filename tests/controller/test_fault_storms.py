@@ -201,6 +201,11 @@ async def test_409_429_and_5xx_storms_on_writes_lose_nothing_and_never_scale_twi
         for code, rate in ((409, 0.2), (429, 0.15), (500, 0.15), (503, 0.15))
         if not (code == 409 and path == evs)
     ]
+    # Latency 0, always: counts every write the storm meets (draws no random number,
+    # so the refusals are as without it).
+    sent = [
+        faults.add(FaultRule.slow(0.0, path=path, verbs=writes)) for path in (scale, status, evs)
+    ]
     ctl = app.controller
     started = time.monotonic()
     failed_syncs = 0
@@ -219,6 +224,7 @@ async def test_409_429_and_5xx_storms_on_writes_lose_nothing_and_never_scale_twi
                 failed_syncs += bool(rec.errors)
             await app.wait_for_rv(emu.store.current_resource_version(), timeout=WAIT)
     hits = {f"{r.status} {r.path.split('/')[-1] or 'events'}": faults.hits(r) for r in rules}
+    writes_sent = sum(faults.hits(r) for r in sent)
     faults.clear()
     storm_seconds = time.monotonic() - started
     storm_rounds = step
@@ -262,7 +268,7 @@ async def test_409_429_and_5xx_storms_on_writes_lose_nothing_and_never_scale_twi
     print(
         f"\n[write storm] ~50% of scale/status/Event writes refused for {storm_rounds} sync rounds "
         f"x 3 HPAs ({storm_seconds:.1f}s real, Retry-After sleeps included); faults fired "
-        f"{sum(hits.values())} ({hits}); syncs reporting an error {failed_syncs}; "
+        f"{sum(hits.values())} of {writes_sent} writes ({hits}); syncs reporting an error {failed_syncs}; "
         f"scales landed {sum(len(v) for v in landed.values())} "
         f"({ {h: [(o, n) for _, _, o, n in v] for h, v in landed.items()} }); "
         f"SuccessfulRescale events {rescale_events}; FailedRescale events {failed_rescale}; "
@@ -283,7 +289,10 @@ async def test_409_429_and_5xx_storms_on_writes_lose_nothing_and_never_scale_twi
         assert obj is not None and dep is not None
         assert obj["status"]["currentReplicas"] == dep["spec"]["replicas"]
         assert landed[h], f"{h} never scaled: the storm test proves nothing"
-    assert sum(hits.values()) > 30
+    # The rules refuse ~40% of the writes (Retry-After resends included). How many writes
+    # there are depends on which were refused (80 to 102 seen, 31 to 41 refused): a
+    # quarter is the floor, not a fixed count.
+    assert sum(hits.values()) > writes_sent // 4 > 0, (hits, writes_sent)
     # What failed is said as upstream says it.
     assert failed_rescale > 0 or failed_status > 0
 
