@@ -218,25 +218,14 @@ def test_demo_bad_until(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_demo_serve_then_ctrl_c(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hpactl",
-            "demo",
-            "--serve",
-            "--until",
-            "30s",
-            "--no-progress",
-            "--plot",
-            str(tmp_path / "d.svg"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
+    # A child inherits an ignored SIGINT (pytest started with `&` in a script, nohup,
+    # some CI runners) and then, as POSIX wants, ignores Ctrl-C for good. A handler is
+    # reset to the default at exec: the demo gets Ctrl-C as from a terminal.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = _spawn_demo(tmp_path, env)
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     try:
         kubeconfig = None
         assert proc.stdout is not None
@@ -259,6 +248,28 @@ def test_demo_serve_then_ctrl_c(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _spawn_demo(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hpactl",
+            "demo",
+            "--serve",
+            "--until",
+            "30s",
+            "--no-progress",
+            "--plot",
+            str(tmp_path / "d.svg"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
 
 
 def test_scenario_from_stdin(
