@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpactl.metrics.client import (
@@ -45,6 +45,9 @@ item_st = st.fixed_dictionaries(
 )
 
 
+# No deadline: an example runs in a few ms; a loaded host's pause over Hypothesis's default
+# 200 ms would fail it as "unreliable test timings", saying nothing about the code.
+@settings(deadline=None)
 @given(
     st.lists(item_st, max_size=12),
     st.sampled_from(["cpu", "memory", "gpu"]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpactl.metrics.client import sample_labels
@@ -34,6 +34,9 @@ req_st = st.one_of(
 )
 
 
+# No deadline: an example runs in a few ms; a loaded host's pause over Hypothesis's default
+# 200 ms would fail it as "unreliable test timings", saying nothing about the code.
+@settings(deadline=None)
 @given(st.lists(labels_st, max_size=30), st.lists(req_st, max_size=3))
 def test_index_select_equals_scan(all_labels: list[dict[str, str]], reqs: list[str]) -> None:
     items: list[dict[str, Any]] = [
