@@ -25,11 +25,25 @@ slack for jitter and the API's whole-second timestamps):
   in effect at some moment within ``window`` of H with H's value; when such writer
   decisions were in effect and none has H's value, H *diverges* (charged to the
   nearest of them); when none was, H is *not compared*;
-* except for a step both take at different moments: H does not diverge from the
-  writer decision W it is charged to when W was made within ``window`` of H and hpactl
-  reproduced W (the two changed their minds a moment apart, e.g. a rate-limit period
-  that ended between hpactl's sync and the writer's, 3 ms later). A difference that
-  lasts longer than the window is still found: W then is older than the window.
+* except for a step both take at different moments (the two changed their minds a
+  moment apart, e.g. a rate-limit period that ended between hpactl's sync and the
+  writer's, 3 ms later):
+
+  - H does not diverge from the writer decision W it is charged to when hpactl
+    reproduced W and either W was made within ``window`` of H, or the writer took H's
+    value after W, within ``window`` of H (its inputs may have changed meanwhile);
+  - W does not diverge when the writer's next decision N came within ``window`` of W
+    and hpactl, from W's inputs, gave N's value: hpactl took the writer's next step
+    a sync before it (its first sync with W's inputs may come after the writer's
+    step, or it never held W's value at all);
+  - W is not compared with the hpactl decisions made before it that reproduced the
+    writer's previous decision, from the same inputs: they match what the writer
+    said at the time, and W is a step in time (a rate-limit period or stabilization
+    window that ended); when hpactl made no other decision from W's inputs (they
+    changed before its next sync), W is not compared.
+
+  A difference that lasts longer than the window is still found: the writer's step
+  then comes more than a window after the decisions it would excuse.
 
 Each (writer decision, field) is reported as a divergence at most once, so one
 decision taken differently counts once per field, however many syncs repeat it.
@@ -91,17 +105,31 @@ def _same(w: Decision, hpactl: Sequence[Decision], window: float) -> tuple[Decis
 
 
 def judge_writer(
-    w: Decision, hpactl: Sequence[Decision], window: float
+    w: Decision,
+    hpactl: Sequence[Decision],
+    window: float,
+    following: Decision | None = None,
+    previous: Decision | None = None,
 ) -> dict[str, tuple[Verdict, tuple[Decision, ...]]]:
     """Each field of writer decision ``w``: its verdict and the hpactl decisions from the
-    same inputs within ``window`` of it (the ones it was compared with)."""
-    same = _same(w, hpactl, window)
+    same inputs within ``window`` of it (the ones it was compared with). ``following``
+    and ``previous``: the writer's next and previous decisions, if any (hpactl may have
+    taken the next step first; its decisions before ``w`` that reproduced the previous
+    one, from the same inputs, say nothing of ``w``)."""
+    step = following if following is not None and following.at - w.at <= window else None
+    held = previous if previous is not None and previous.inputs == w.inputs else None
+    near = _same(w, hpactl, window)
     out: dict[str, tuple[Verdict, tuple[Decision, ...]]] = {}
     for name in w.values:
+        same = near
+        if held is not None:
+            same = tuple(h for h in near if h.at >= w.at or _value(h, name) != _value(held, name))
         if not same:
             out[name] = ("not-compared", same)
         elif any(_value(h, name) == _value(w, name) for h in same):
             out[name] = ("agree", same)
+        elif step is not None and any(_value(h, name) == _value(step, name) for h in same):
+            out[name] = ("agree", same)  # hpactl took the writer's next step first
         else:
             out[name] = ("diverge", same)
     return out
@@ -135,8 +163,15 @@ def judge_hpactl(
             out[name] = ("agree", None)
             continue
         nearest = min(same, key=lambda w: abs(w.at - h.at))
-        if abs(nearest.at - h.at) <= window and any(
-            _value(o, name) == _value(nearest, name) for o in _same(nearest, hpactl, window)
+        held = any(_value(o, name) == _value(nearest, name) for o in _same(nearest, hpactl, window))
+        if held and (
+            abs(nearest.at - h.at) <= window
+            or any(
+                w.at > nearest.at
+                and abs(w.at - h.at) <= window
+                and _value(w, name) == _value(h, name)
+                for w in writer
+            )
         ):
             out[name] = ("agree", None)  # the same step, taken a moment apart
             continue
@@ -214,11 +249,14 @@ class Comparison:
         hpactl = [h for h in self.hpactl if h.at >= since]
         agreed = not_compared = 0
         found: list[Divergence] = []
-        for w in self.writer:
+        for i, w in enumerate(self.writer):
             if w.seq in self._judged_w or w.at < since or now < w.at + window:
                 continue
             self._judged_w.add(w.seq)
-            for name, (verdict, same) in judge_writer(w, hpactl, window).items():
+            following = self.writer[i + 1] if i + 1 < len(self.writer) else None
+            previous = self.writer[i - 1] if i > 0 else None
+            verdicts = judge_writer(w, hpactl, window, following, previous)
+            for name, (verdict, same) in verdicts.items():
                 if verdict == "agree":
                     agreed += 1
                 elif verdict == "not-compared":

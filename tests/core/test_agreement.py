@@ -212,3 +212,76 @@ def test_prune_drops_what_the_warm_up_will_never_judge() -> None:
     cmp.settle(now=300.0, since=310.0)
     cmp.prune(now=300.0, since=310.0)
     assert len(cmp.writer) == 1 and cmp.hpactl == []
+
+
+def test_hpactl_taking_the_writers_next_step_a_sync_first_is_agreement() -> None:
+    """The shadow times the writer's rescale by the whole-second lastScaleTime, so its
+    rate-limit period ends up to a second before the writer's: with both syncing a few
+    ms apart, hpactl steps 4 -> 6 at its first sync with new inputs while the writer,
+    from the same inputs, still holds 4 and steps at its next sync (a real run)."""
+    cmp = Comparison(window=2.0)
+    cmp.add_writer(54.217, "i-old", {"desiredReplicas": 4})
+    cmp.add_hpactl(55.047, "i-old", {"desiredReplicas": 4})
+    cmp.add_hpactl(56.032, "i-old", {"desiredReplicas": 6})
+    cmp.add_writer(56.212, "i", {"desiredReplicas": 4})  # hpactl never held 4 from "i"
+    cmp.add_hpactl(57.033, "i", {"desiredReplicas": 6})
+    cmp.add_writer(57.216, "i", {"desiredReplicas": 6})
+    cmp.add_hpactl(58.040, "i", {"desiredReplicas": 6})
+    assert cmp.settle(now=70.0).divergences == ()
+    # A writer that holds 4 longer than the window before stepping is a difference.
+    slow = Comparison(window=2.0)
+    held = slow.add_writer(56.212, "i", {"desiredReplicas": 4})
+    for t in (57.033, 58.033, 59.033):
+        slow.add_hpactl(t, "i", {"desiredReplicas": 6})
+    slow.add_writer(59.216, "i", {"desiredReplicas": 6})
+    found = slow.settle(now=70.0).divergences
+    assert [(d.field, d.side, d.writer is held) for d in found] == [
+        ("desiredReplicas", "writer", True)
+    ]
+
+
+def test_hpactl_taking_a_step_the_writer_takes_from_newer_inputs_a_moment_later_agrees() -> None:
+    """Both hold 6 from "i"; hpactl steps to 8 from "i" (and decides so again from the
+    writer's starting point at its next sync), the writer steps to 8 half a second
+    later, from newer metrics: one step, taken a moment apart (a real run)."""
+    cmp = Comparison(window=2.0)
+    cmp.add_writer(49.731, "i", {"desiredReplicas": 6})
+    cmp.add_hpactl(50.181, "i", {"desiredReplicas": 6})
+    cmp.add_hpactl(51.183, "i", {"desiredReplicas": 8})
+    cmp.add_writer(51.733, "i-newer", {"desiredReplicas": 8})
+    cmp.add_hpactl(52.176, "i", {"desiredReplicas": 8})
+    assert cmp.settle(now=70.0).divergences == ()
+    # The writer staying at 6: hpactl's 8s are a difference.
+    stays = Comparison(window=2.0)
+    held = stays.add_writer(49.731, "i", {"desiredReplicas": 6})
+    stays.add_hpactl(50.181, "i", {"desiredReplicas": 6})
+    for t in (51.183, 52.176):
+        stays.add_hpactl(t, "i", {"desiredReplicas": 8})
+    stays.add_writer(54.9, "i-newer", {"desiredReplicas": 8})  # too late to excuse 52.176
+    found = stays.settle(now=70.0).divergences
+    assert [(d.field, d.side, d.writer is held) for d in found] == [
+        ("desiredReplicas", "hpactl", True)
+    ]
+
+
+def test_a_step_whose_inputs_hpactl_saw_only_before_it_is_not_compared() -> None:
+    """Both hold 4 from "i" (a rate-limit period); the writer steps to 6 from "i" as
+    its period ends, 80 ms after hpactl's sync that saw newer metrics ("i2"); hpactl's
+    4 from "i" matched what the writer said then (a real run)."""
+    cmp = Comparison(window=2.0)
+    cmp.add_writer(38.787, "i", {"desiredReplicas": 4})
+    cmp.add_hpactl(39.709, "i", {"desiredReplicas": 4})
+    cmp.add_hpactl(40.713, "i2", {"desiredReplicas": 4})
+    cmp.add_writer(40.794, "i", {"desiredReplicas": 6})
+    cmp.add_hpactl(41.714, "i3", {"desiredReplicas": 6})
+    settled = cmp.settle(now=70.0)
+    assert settled.divergences == ()
+    assert settled.agreed == 2 and settled.not_compared == 3
+    # hpactl deciding from "i" after the writer's step, and holding: a difference.
+    holds = Comparison(window=2.0)
+    holds.add_writer(38.787, "i", {"desiredReplicas": 4})
+    holds.add_hpactl(39.709, "i", {"desiredReplicas": 4})
+    step = holds.add_writer(40.794, "i", {"desiredReplicas": 6})
+    holds.add_hpactl(41.714, "i", {"desiredReplicas": 4})
+    found = holds.settle(now=70.0).divergences
+    assert [(d.field, d.writer is step) for d in found] == [("desiredReplicas", True)]
