@@ -14,22 +14,31 @@ writer's would be) and nothing is sent. Three hooks feed the comparer:
 * ``follow(hpa, scale, history)`` before each decision: **the shadow's history follows
   reality**. It never stores a scale event of its own (it made none); when the target's
   spec.replicas changed since its last read and a writer status with a new
-  ``lastScaleTime`` arrived after that read, it stores that scale event, timed at that
-  ``lastScaleTime``: the writer's own clock, truncated to the second, so the shadow's
-  rate-limit periods end at most a second before the writer's, never after (a shadow
-  that would take a step later than the writer would take it only after the writer
-  had moved the target, from other inputs). Rate limits and stabilization thus count
-  the scale events that actually happened, and the shadow's recommendations are its
+  ``lastScaleTime`` arrived after that read, it stores that scale event, timed when
+  that status arrived (the writer stored its event just before writing it), but no
+  later than a second after its ``lastScaleTime`` (the writer's clock truncated to the
+  second: a late watch must not delay the event by more). So the shadow's rate-limit
+  periods end as the writer's do, on the shadow's own clock, later by the latency of
+  the writer's writes and of the watch (ms); timed at the truncated ``lastScaleTime``
+  they ended up to a second earlier, and the shadow took rate-limited steps a sync
+  before the writer, up to two seconds before it. A step the shadow takes a sync after
+  the writer is decided from the writer's starting point (``compare``). Rate limits
+  and stabilization thus count the scale events that actually happened, and the
+  shadow's recommendations are its
   own, made from the same inputs as the writer's. So a controller applying the same
   rules makes the same decisions within one sync period of the writer; a shadow that
   counted its own would-be scale events would instead rate-limit itself against
   scale-ups that never happened (or, if it never counted any, never rate-limit at
   all) and diverge for that reason alone.
 * ``compare(...)`` after each decision: records hpactl's decision and judges what can be
-  judged. When the target moved since the last sync, it also decides once from the
-  writer's starting point (the replicas before the move, the history before that scale
-  event): the decision "from the same inputs" that the writer made, which the shadow
-  would otherwise never see when the writer's sync came first.
+  judged. When the target moved since the last sync, it also decides from the writer's
+  starting point (the replicas before the move, the history before that scale event):
+  the decision "from the same inputs" that the writer made, which the shadow would
+  otherwise never see when the writer's sync came first. When that decision does not
+  take the writer's step, it decides so again at its next syncs within the window of
+  the writer's rescale, until it does: with the same rules hpactl may take a step one
+  sync after the writer (a stabilization window that still held the last high
+  recommendation, sampled a few ms later), and the target has moved by then.
 
 Inputs fingerprint (what both sides record of their inputs): the target's
 spec.replicas the decision started from, ``status.currentReplicas`` and
@@ -46,7 +55,7 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -119,9 +128,13 @@ class _Target:
     spec_read: int | None = None  # what our last read of the target said
     read_at: datetime | None = None
     rescale_at: datetime | None = None  # arrival of the writer's latest rescale status
+    rescale_mono: float = 0.0  # ... on the monotonic clock
     rescale_time: datetime | None = None  # ... and its lastScaleTime
     pending: tuple[int, int, datetime] | None = None  # (from, to, read before) not stored yet
     spec_before: int | None = None  # the target moved since the last sync: from here
+    # Deciding again from the writer's start (spec, scale events before its step) while
+    # the target stays at the writer's new size and the window of its rescale lasts.
+    replay: tuple[int, int, History] | None = None
     compared: bool = False
     diverged: set[str] = field(default_factory=set)
 
@@ -199,6 +212,7 @@ class ShadowComparer:
                 before = st.spec_prev  # our read of the target already saw the new size
             st.spec_prev, st.spec_known = before, desired
             st.rescale_at, st.rescale_time = now, lst
+            st.rescale_mono = self.clock.monotonic()
             spec = before
         else:
             # Not rescaling, the writer left the target where it was (which we may not
@@ -256,7 +270,9 @@ class ShadowComparer:
         if st.rescale_at is not None and st.rescale_at >= read_before:
             st.pending = None
             log.debug("hpa.shadow_scale_event", hpa=hpa.key, previous=prev, desired=new)
-            at = st.rescale_time or st.rescale_at
+            at = st.rescale_at
+            if st.rescale_time is not None:
+                at = min(at, st.rescale_time + timedelta(seconds=1))
             return record_rescale(history, hpa, prev, new, min(at, now))
         if (now - read_before).total_seconds() > 2 * self.window:
             st.pending = None  # no writer status says it rescaled: someone else did
@@ -280,15 +296,30 @@ class ShadowComparer:
         now = self.clock.now()
         cmp = st.comparison
         self._add(cmp, at, now, plan, outcome, None)
-        if st.spec_before is not None and inputs.scale is not None:
+        scale = inputs.scale
+        if st.spec_before is not None and scale is not None:
             start = st.spec_before
             st.spec_before = None
-            cf_inputs = replace(
-                inputs, scale=replace(inputs.scale, spec_replicas=start), history=prior
+            st.replay = (start, scale.spec_replicas, prior)
+        elif st.replay is not None and (
+            scale is None
+            or scale.spec_replicas != st.replay[1]
+            or at - st.rescale_mono > self.window
+        ):
+            st.replay = None
+        if st.replay is not None and scale is not None:
+            start, moved_to, before = st.replay
+            history = replace(
+                prior,
+                scale_up_events=before.scale_up_events,
+                scale_down_events=before.scale_down_events,
             )
+            cf_inputs = replace(inputs, scale=replace(scale, spec_replicas=start), history=history)
             cf_plan = decide(cf_inputs)
             cf = finalize(cf_plan, ScaleWriteResult.succeeded() if cf_plan.rescale else None)
             self._add(cmp, at, now, cf_plan, cf, start)
+            if cf.desired_replicas == moved_to:
+                st.replay = None  # hpactl took the writer's step
         since = st.first_seen + st.warmup
         settled = cmp.settle(at, since)
         if self.metrics is not None:
