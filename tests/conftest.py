@@ -6,8 +6,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from hpactl.emulator import Emulator
+
+# The property tests assert equivalence, never speed: one GC or scheduling pause on a
+# loaded CI host must not fail them as "unreliable test timings" or "too slow".
+settings.register_profile("hpactl", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("hpactl")
 
 
 @pytest.fixture
