@@ -81,14 +81,17 @@ makes aiohttp look up netrc and the proxy variables in a worker thread on every
 request (about 0.9 ms of CPU each). ``open`` replaces that session by one with
 ``trust_env=False`` on the same connector (same TLS context and pool), and resolves
 ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``NO_PROXY`` for the API server's URL once, with
-aiohttp's own rules; a proxy set in the kubeconfig (``proxy-url``) wins. netrc is not
-consulted for the API server (client-go does not read it either).
+aiohttp's own rules except one of Go's: ``localhost`` and loopback addresses are never
+proxied (net/http's ProxyFromEnvironment, which client-go uses); a proxy set in the
+kubeconfig (``proxy-url``) wins. netrc is not consulted for the API server (client-go
+does not read it either).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -332,13 +335,29 @@ def _drop_trust_env(api: Any) -> None:
     )
     if rest.proxy:
         return  # kubeconfig proxy-url
+    url = URL(api.configuration.host)
+    if _is_loopback(url.host):
+        return
     try:
-        proxy, auth = get_env_proxy_for_url(URL(api.configuration.host))
+        proxy, auth = get_env_proxy_for_url(url)
     except LookupError:
         return
     rest.proxy = str(proxy)
     if auth is not None:
         rest.proxy_headers = {**(rest.proxy_headers or {}), "Proxy-Authorization": auth.encode()}
+
+
+def _is_loopback(host: str | None) -> bool:
+    """Go never sends ``localhost`` or a loopback address through the environment's
+    proxy, whatever ``NO_PROXY`` says (golang.org/x/net/http/httpproxy)."""
+    if not host:
+        return False
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _with_query(url: str, query: list[tuple[str, str]]) -> str:

@@ -322,28 +322,39 @@ async def test_buckets_follow_kube_controller_managers_clients() -> None:
 _PROXY_VARS = ("http_proxy", "https_proxy", "no_proxy", "all_proxy")
 
 
-@pytest.mark.parametrize("bypass", [False, True])
+@pytest.mark.parametrize("case", ["proxied", "no_proxy", "loopback", "localhost"])
 async def test_proxy_from_the_environment_resolved_at_open(
-    monkeypatch: pytest.MonkeyPatch, bypass: bool
+    monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
+    """The environment's proxy is read once at open; as in Go (client-go), ``localhost``
+    and loopback addresses never go through it, whatever ``NO_PROXY`` says."""
     for var in _PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
         monkeypatch.delenv(var.upper(), raising=False)
     async with fake_server() as api, fake_server() as proxy:
         for srv in (api, proxy):
             srv.json("GET", PODS + "/p", {"kind": "Pod", "metadata": {"name": "p"}})
+        port = api.url.rsplit(":", 1)[1]
+        # A name that is not loopback reaches the fake API server only through the
+        # proxy (which answers itself; nothing resolves kube.test).
+        master = {
+            "proxied": f"http://kube.test:{port}",
+            "no_proxy": api.url,
+            "loopback": api.url,
+            "localhost": f"http://localhost:{port}",
+        }[case]
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.setenv("HTTPS_PROXY", proxy.url)
-        if bypass:
+        if case == "no_proxy":
             monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
-        async with KubeSession(master=api.url) as s:
+        async with KubeSession(master=master) as s:
             # read once at open: a later change of the environment does not matter
             monkeypatch.delenv("HTTP_PROXY")
             monkeypatch.delenv("HTTPS_PROXY")
             for _ in range(2):
                 await get_json(s, PODS + "/p")
-    via_proxy, direct = (0, 2) if bypass else (2, 0)
+    via_proxy, direct = (2, 0) if case == "proxied" else (0, 2)
     assert len(proxy.requests) == via_proxy
     assert len(api.requests) == direct
-    if not bypass:  # the proxy is asked for the API server's URL
-        assert proxy.requests[0].headers["Host"] == api.url.removeprefix("http://")
+    if case == "proxied":  # the proxy is asked for the API server's URL
+        assert proxy.requests[0].headers["Host"] == f"kube.test:{port}"
