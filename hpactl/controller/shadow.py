@@ -129,9 +129,11 @@ class _Target:
     read_at: datetime | None = None
     rescale_at: datetime | None = None  # arrival of the writer's latest rescale status
     rescale_mono: float = 0.0  # ... on the monotonic clock
+    status_before: HPAStatus | None = None  # ... and the status it replaced
     rescale_time: datetime | None = None  # ... and its lastScaleTime
     pending: tuple[int, int, datetime] | None = None  # (from, to, read before) not stored yet
     spec_before: int | None = None  # the target moved since the last sync: from here
+    moved_after: datetime | None = None  # ... after our read at this time
     # Deciding again from the writer's start (spec, scale events before its step) while
     # the target stays at the writer's new size and the window of its rescale lasts.
     replay: tuple[int, int, History] | None = None
@@ -213,6 +215,7 @@ class ShadowComparer:
             st.spec_prev, st.spec_known = before, desired
             st.rescale_at, st.rescale_time = now, lst
             st.rescale_mono = self.clock.monotonic()
+            st.status_before = old.status if old is not None else None
             spec = before
         else:
             # Not rescaling, the writer left the target where it was (which we may not
@@ -259,7 +262,7 @@ class ShadowComparer:
         if spec_replicas != st.spec_known:
             st.spec_prev, st.spec_known = st.spec_known, spec_replicas
         if prev is not None and read_at is not None and spec_replicas != prev:
-            st.spec_before = prev
+            st.spec_before, st.moved_after = prev, read_at
             st.pending = (prev, spec_replicas, read_at)
         return self._store_pending(hpa, st, history, now)
 
@@ -314,7 +317,12 @@ class ShadowComparer:
                 scale_up_events=before.scale_up_events,
                 scale_down_events=before.scale_down_events,
             )
-            cf_inputs = replace(inputs, scale=replace(scale, spec_replicas=start), history=history)
+            cf_inputs = replace(
+                inputs,
+                hpa=replace(hpa, status=self._status_before(st, hpa)),
+                scale=replace(scale, spec_replicas=start),
+                history=history,
+            )
             cf_plan = decide(cf_inputs)
             cf = finalize(cf_plan, ScaleWriteResult.succeeded() if cf_plan.rescale else None)
             self._add(cmp, at, now, cf_plan, cf, start)
@@ -340,6 +348,17 @@ class ShadowComparer:
             self._report(hpa, d, span)
         self._gauges()
         cmp.prune(at, since)
+
+    @staticmethod
+    def _status_before(st: _Target, hpa: HPA) -> HPAStatus:
+        """The HPA's status before the writer's step: conditions a decision does not set
+        carry over from it (ScaledToZero is set only by a rescale)."""
+        arrived = st.rescale_at is not None and (
+            st.moved_after is None or st.rescale_at >= st.moved_after
+        )
+        if arrived and st.status_before is not None:
+            return st.status_before
+        return hpa.status  # the writer's status for the step has not arrived yet
 
     @staticmethod
     def _add(

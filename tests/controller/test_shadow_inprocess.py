@@ -112,7 +112,10 @@ async def test_a_writer_decision_the_shadow_does_not_reproduce_is_reported(pair:
         for s in next(iter(m.shadow_divergences.collect())).samples
         if s.name.endswith("_total")
     }
-    assert got == {"desiredReplicas": 1.0, "replicas": 1.0, "AbleToScale": 1.0}
+    # The writer's first rescale also set ScaledToZero=False (HPAScaleToZero): hpactl,
+    # deciding from the writer's starting point (its status before the step, not the
+    # writer's new one, whose conditions would carry over), did not rescale.
+    assert got == {"desiredReplicas": 1.0, "replicas": 1.0, "AbleToScale": 1.0, "ScaledToZero": 1.0}
     assert m.registry.get_sample_value("hpactl_shadow_hpas_compared") == 1
     assert m.registry.get_sample_value("hpactl_shadow_hpas_agreeing") == 0
     divergence_events = [
@@ -123,7 +126,7 @@ async def test_a_writer_decision_the_shadow_does_not_reproduce_is_reported(pair:
         if e.name == "hpactl.shadow.divergence"
     ]
     fields = sorted(str(a["hpactl.shadow.field"]) for a in divergence_events)
-    assert fields == ["AbleToScale", "desiredReplicas", "replicas"]
+    assert fields == ["AbleToScale", "ScaledToZero", "desiredReplicas", "replicas"]
     desired = next(a for a in divergence_events if a["hpactl.shadow.field"] == "desiredReplicas")
     assert desired["hpactl.shadow.writer"] == "3"
     assert desired["hpactl.shadow.hpactl"] in ("[2]", "[2, 2]")
