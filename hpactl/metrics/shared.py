@@ -23,7 +23,7 @@
     (``hpactl.metrics.client.compact_pod_metrics``), so little stays between syncs.
 
     How long an answer is shared: at most ``share_window`` seconds (default 5 s) from
-    when it was requested, and never longer than the asking HPA's own sync period
+    when it was requested, and never longer than half the asking HPA's own sync period
     (KEP-6003: the controller sets it in :data:`ASKER_PERIOD` for the sync; unset:
     ``period``). An older answer is fetched again. So an HPA synced every 5 s never
     decides on a list a 60 s HPA fetched 40 s ago, while the 60 s HPA happily reuses
@@ -177,10 +177,13 @@ class SharedMetricsFetcher:
                 self._indexes.pop(key, None)
 
     def _max_age(self) -> float:
-        """How old an answer the asking HPA may be served: the window, within its period."""
+        """How old an answer the asking HPA may be served: the window, within half its
+        period. Half: the HPAs of a slot share, the next slot (one period later, give or
+        take ms of jitter) lists again instead of deciding on the previous slot's answer
+        (at 1 s periods, a list made 0.99 s before; its pods may have changed since)."""
         asked = ASKER_PERIOD.get()
         period = asked if asked is not None and asked > 0 else self._period
-        return min(self.share_window, period)
+        return min(self.share_window, period / 2)
 
     # -- the shared core -------------------------------------------------------------
     async def _items(self, key: tuple[Any, ...], call: Callable[[], Awaitable[Items]]) -> Items:
