@@ -103,3 +103,24 @@ async def test_an_hpa_with_a_period_shorter_than_the_window_is_bounded_by_its_pe
     # ... while a default HPA takes the 1 s old answer.
     assert await ask(shared, None) == 2
     assert counter.count("pods.metrics.k8s.io") == 2
+
+
+async def test_the_next_slot_lists_again_even_a_little_early(
+    populated: Emulator,  # noqa: F811
+    counted: tuple[KubeSession, Counter],  # noqa: F811
+) -> None:
+    """At 1 s periods a slot's HPAs share one answer, but the next slot (one period
+    later, ticking a few ms early) never decides on it: a list 0.99 s old, paired with a
+    pod cache that followed a scale since, was a false divergence in shadow mode."""
+    s, counter = counted
+    clock = VirtualClock()
+    shared = SharedMetricsFetcher(RestMetricsClient(s), clock=clock, period=15.0)
+    populated.metrics.set_pod_metrics([pod_metrics("web-1", {"app": {"cpu": "1000m"}})])
+    assert await ask(shared, 1.0) == 0
+    clock.advance(0.01)
+    assert await ask(shared, 1.0) == 0  # the same slot: shared
+    assert counter.count("pods.metrics.k8s.io") == 1
+    populated.metrics.set_pod_metrics([pod_metrics("web-1", {"app": {"cpu": "1001m"}})])
+    clock.advance(0.98)  # the next slot's tick, 10 ms early
+    assert await ask(shared, 1.0) == 1
+    assert counter.count("pods.metrics.k8s.io") == 2
