@@ -8,6 +8,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -25,6 +26,13 @@ import yaml
 from hpactl.emulator import Emulator
 
 Obj = dict[str, Any]
+
+# A denial in a log line: the API server's Status reads "... is forbidden: User ...
+# cannot <verb> resource ..." (reason Forbidden). A bare 403 counts only as a status
+# code: the JSON lines' `ts` (epoch milliseconds to three decimals, "….403" one line
+# in a thousand), durations and resourceVersions hold the digits too.
+DENIED = re.compile(r"forbidden|cannot \w+ resource|\b(?:code|status)\W{0,3}403\b", re.IGNORECASE)
+
 
 REPO = Path(__file__).resolve().parents[2]
 # `kubectl apply -k manifests/` renders base/ unchanged; the overlays are beside it.

@@ -37,6 +37,7 @@ from hpactl.config import SETTINGS, format_default
 from hpactl.emulator import Emulator
 
 from .support import (
+    DENIED,
     HPACTL_NAMESPACE,
     HPACTL_SA,
     K8S_VERSION,
@@ -526,9 +527,6 @@ async def test_hpactl_fails_without_any_single_rule(
 
 
 # A 403 anywhere in the output: a status code, a Status reason or message, an event.
-FORBIDDEN = re.compile(r"\b403\b|forbidden", re.IGNORECASE)
-
-
 @needs_kubectl
 async def test_a_normal_run_under_the_manifests_rbac_logs_no_403(cluster: Cluster) -> None:
     """At the most verbose level (-v=10: every retry, every list), a run that leads,
@@ -546,7 +544,7 @@ async def test_a_normal_run_under_the_manifests_rbac_logs_no_403(cluster: Cluste
         await poll(lambda: False, 2.5)  # a few more syncs and lease renewals
         assert await proc.terminate() == 0, proc.output()
     assert any('"v":4' in line for line in proc.lines), "not at debug level"
-    found = [line for line in proc.lines if FORBIDDEN.search(line)]
+    found = [line for line in proc.lines if DENIED.search(line)]
     assert found == [], "\n".join(found)
     messages = _messages(emu)
-    assert [m for m in messages["event"] + messages["condition"] if FORBIDDEN.search(m)] == []
+    assert [m for m in messages["event"] + messages["condition"] if DENIED.search(m)] == []
