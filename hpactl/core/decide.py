@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from hpactl.core import conditions as C
 from hpactl.core import metric_fallback
@@ -221,6 +221,9 @@ class SyncInputs:
       :func:`with_selector` stores it (None: computed when needed).
     * ``conflict``: for an hpactl HPA whose target a built-in HPA also names, the
       message saying so (:mod:`hpactl.core.conflict`): nothing is computed or scaled.
+    * ``reach``: where the pre-checks of these inputs lead, as :func:`with_selector`
+      stores it (used only while it names this ``hpa``, ``scale``, ``config`` and
+      ``conflict``; None: computed when needed).
     * ``replica_memo``: the previous sync's ``Plan.replica_memo`` for this HPA (the
       replica calculation is reused when it provably gives the same answer).
     * ``pod_owners``: with the OwnerReference selection strategy
@@ -242,6 +245,7 @@ class SyncInputs:
     pod_owners: frozenset[str] | None = None
     conflict: str = ""
     replica_memo: ReplicaMemo | None = None
+    reach: Reach | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -662,6 +666,55 @@ def _precheck(hpa: HPA, current: int, config: CoreConfig) -> _Precheck:
     return _Precheck(True, 0, True, "", "metrics", stz)
 
 
+class Reach(NamedTuple):
+    """The pre-checks (zero/min/max, suspension) of one sync and what they read.
+
+    A pure function of ``hpa``, ``scale``, ``config`` and ``conflict``: computed once
+    per sync (:func:`with_selector`) instead of once each in :func:`with_selector`,
+    :func:`needs_metrics` and :func:`decide`; reused only for those very objects.
+    (A tuple: a frozen dataclass costs more to build than the pre-checks it saves.)
+    """
+
+    hpa: HPA
+    scale: ScaleView
+    config: CoreConfig
+    conflict: str
+    precheck: _Precheck
+    suspended: bool
+
+    def fits(self, inputs: SyncInputs) -> bool:
+        return (
+            self.hpa is inputs.hpa
+            and self.scale is inputs.scale
+            and self.config is inputs.config
+            and self.conflict == inputs.conflict
+        )
+
+
+def _reach(inputs: SyncInputs) -> Reach | None:
+    """The inputs' pre-checks (None when the scale read failed), stored or computed."""
+    r = inputs.reach
+    if r is not None and r.fits(inputs):
+        return r
+    scale = inputs.scale
+    if scale is None:
+        return None
+    hpa, config = inputs.hpa, inputs.config
+    return Reach(
+        hpa,
+        scale,
+        config,
+        inputs.conflict,
+        _precheck(hpa, scale.spec_replicas, config),
+        parse_suspension(hpa, config.suspend).suspended,
+    )
+
+
+def _passes(r: Reach | None) -> bool:
+    """Whether a sync with these pre-checks gets as far as the selector (§4)."""
+    return r is not None and r.precheck.needs_metrics and not r.suspended and not r.conflict
+
+
 def _selector(inputs: SyncInputs, scale: ScaleView) -> SelectorResult:
     """§4's ``validateAndParseSelector`` for these inputs, unless already done."""
     if inputs.selector_result is not None:
@@ -673,30 +726,29 @@ def _selector(inputs: SyncInputs, scale: ScaleView) -> SelectorResult:
 
 def _reaches_selector(inputs: SyncInputs) -> ScaleView | None:
     """The scale when this sync gets past the scale read and the pre-checks."""
-    scale = inputs.scale
-    if scale is None or not _precheck(inputs.hpa, scale.spec_replicas, inputs.config).needs_metrics:
-        return None
-    if parse_suspension(inputs.hpa, inputs.config.suspend).suspended or inputs.conflict:
-        return None
-    return scale
+    r = _reach(inputs)
+    return r.scale if r is not None and _passes(r) else None
 
 
 def with_selector(inputs: SyncInputs) -> SyncInputs:
     """``inputs`` with ``selector_result`` set when this sync gets as far as §4.
 
-    The validation (parse, pods matched, ambiguity) then runs once per sync:
-    :func:`needs_metrics` and :func:`decide` reuse it. Keep ``pods`` and
-    ``hpa_selectors`` as they were when calling this.
+    The validation (parse, pods matched, ambiguity) and the pre-checks (``reach``)
+    then run once per sync: :func:`needs_metrics` and :func:`decide` reuse them.
+    Keep ``pods`` and ``hpa_selectors`` as they were when calling this.
     """
-    scale = _reaches_selector(inputs)
-    if scale is None or inputs.selector_result is not None:
+    r = _reach(inputs)
+    sel = inputs.selector_result
+    if r is not None and _passes(r) and sel is None:
+        sel = _selector(inputs, r.scale)
+    if r is inputs.reach and sel is inputs.selector_result:
         return inputs
-    return _inputs_with(inputs, inputs.metrics, _selector(inputs, scale))
+    return _inputs_with(inputs, inputs.metrics, sel, r)
 
 
 def with_metrics(inputs: SyncInputs, metrics: Sequence[MetricInput]) -> SyncInputs:
     """``inputs`` with the fetched ``metrics`` (``replace`` without its cost)."""
-    return _inputs_with(inputs, metrics, inputs.selector_result)
+    return _inputs_with(inputs, metrics, inputs.selector_result, inputs.reach)
 
 
 _INPUT_FIELDS = (
@@ -714,13 +766,17 @@ _INPUT_FIELDS = (
     "pod_owners",
     "conflict",
     "replica_memo",
+    "reach",
 )
 # _inputs_with names every field: a new one must be added there too.
 assert tuple(f.name for f in fields(SyncInputs)) == _INPUT_FIELDS, "update _inputs_with"
 
 
 def _inputs_with(
-    i: SyncInputs, metrics: Sequence[MetricInput], selector_result: SelectorResult | None
+    i: SyncInputs,
+    metrics: Sequence[MetricInput],
+    selector_result: SelectorResult | None,
+    reach: Reach | None,
 ) -> SyncInputs:
     return SyncInputs(
         i.hpa,
@@ -737,6 +793,7 @@ def _inputs_with(
         i.pod_owners,
         i.conflict,
         i.replica_memo,
+        reach,
     )
 
 
@@ -1022,11 +1079,13 @@ def decide(inputs: SyncInputs) -> Plan:
     current = scale.spec_replicas
     if inputs.conflict:
         return _conflict_plan(inputs, conds, current)
-    if parse_suspension(hpa, config.suspend).suspended:
+    reach = _reach(inputs)
+    assert reach is not None  # the scale was read
+    if reach.suspended:
         return _suspended_plan(inputs, conds, current)
     history = record_initial_recommendation(history, current, now)
     min_replicas = _min_replicas(hpa)
-    pre = _precheck(hpa, current, config)
+    pre = reach.precheck
 
     if not pre.needs_metrics:
         if pre.path == "scaling-disabled":
