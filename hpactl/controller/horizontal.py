@@ -83,6 +83,7 @@ from hpactl.clock import Clock
 from hpactl.controller.gather import FetchedMetric, Gatherer, ScaleRead, SkewRead
 from hpactl.controller.records import DecisionRecords
 from hpactl.controller.scheduling import SyncSupervisor, reacquire_slot, release_slot
+from hpactl.controller.selector_memo import SelectorMemo
 from hpactl.controller.selector_store import SelectorStore
 from hpactl.controller.shadow import ShadowComparer
 from hpactl.core.conflict import conflict_message
@@ -277,6 +278,8 @@ class HorizontalController:
         self.history: dict[str, History] = {}
         # Each HPA's last replica calculation, reused while provably unchanged (decide).
         self._replica_memos: dict[str, ReplicaMemo] = {}
+        # Each HPA's last selector validation, reused while its inputs stand.
+        self._selector_memos: dict[str, SelectorMemo] = {}
         self.last_records: dict[str, SyncRecord] = {}
         # The latest syncs of each HPA (--decision-records), for explain / debug.
         self.records = DecisionRecords(decision_records)
@@ -364,6 +367,7 @@ class HorizontalController:
         self.selectors.remove(key)
         self.history.pop(key, None)
         self._replica_memos.pop(key, None)
+        self._selector_memos.pop(key, None)
         self.last_records.pop(key, None)
         self.records.forget(key)
         self._written_rv.pop(key, None)
@@ -704,6 +708,14 @@ class HorizontalController:
             if skew.ready:
                 skew_reported = True
                 skew_events = self._report_skew(hpa, skew, span)
+        selector_text = read.scale.selector if read.scale is not None else ""
+        version = self.selectors.version(hpa.namespace)
+        memo = self._selector_memos.get(key)
+        if memo is not None and memo.fits(selector_text, pods, version):
+            hpa_selectors, known = memo.hpa_selectors, memo.result
+        else:
+            label_sets = {frozenset(p.labels.items()) for p in pods}
+            hpa_selectors, known = self.selectors.relevant(key, label_sets), None
         inputs = SyncInputs(
             hpa=hpa,
             scale=read.scale,
@@ -712,14 +724,20 @@ class HorizontalController:
             history=history,
             config=self.config,
             now=now,
-            hpa_selectors=self.selectors.relevant(key, {frozenset(p.labels.items()) for p in pods}),
+            hpa_selectors=hpa_selectors,
             scale_error=read.error,
+            selector_result=known,
             pod_owners=owners,
             conflict=conflict,
             replica_memo=self._replica_memos.get(key),
         )
-        # The selector is validated once here; needs_metrics and decide reuse it.
+        # The selector is validated once here (or its last validation reused, see
+        # selector_memo); needs_metrics and decide reuse it.
         inputs = with_selector(inputs)
+        if known is None and inputs.selector_result is not None:
+            self._selector_memos[key] = SelectorMemo(
+                selector_text, tuple(pods), version, hpa_selectors, inputs.selector_result
+            )
         fetched: list[FetchedMetric] = []
         if needs_metrics(inputs):
             assert read.scale is not None and inputs.selector_result is not None

@@ -20,6 +20,11 @@ new selector matches, found through an index of the cached label sets by label p
 when the selector has an equality or ``in`` requirement (as a workload's selector
 does). Dropping the namespace's cache instead made the first rounds after a start
 quadratic in the namespace's HPAs.
+
+:meth:`SelectorStore.version` numbers a namespace's contents: it changes whenever a
+key of the namespace is registered, given a different selector object, or removed,
+so an answer computed from the namespace's selectors (the controller's selector
+validation memo) is known to be current while its version stands.
 """
 
 from __future__ import annotations
@@ -86,11 +91,26 @@ class _NsCache:
 class SelectorStore:
     """HPA key (``namespace/name``) → stored selector, grouped by namespace."""
 
-    __slots__ = ("_by_ns", "_matches")
+    __slots__ = ("_by_ns", "_clock", "_matches", "_versions")
 
     def __init__(self) -> None:
         self._by_ns: dict[str, dict[str, Selector]] = {}
         self._matches: dict[str, _NsCache] = {}
+        # namespace -> the _clock value of its last change; the clock never goes back
+        self._versions: dict[str, int] = {}
+        self._clock = 0
+
+    def _changed(self, ns_key: str) -> None:
+        self._clock += 1
+        self._versions[ns_key] = self._clock
+
+    def version(self, namespace: str) -> int:
+        """The namespace's contents' number: equal numbers, equal contents.
+
+        0 for a namespace never changed since the start or the last :meth:`clear`
+        (then it is empty).
+        """
+        return self._versions.get(namespace, 0)
 
     def register(self, key: str) -> None:
         """Register ``key`` with a match-nothing selector unless it is already known."""
@@ -98,6 +118,7 @@ class SelectorStore:
         ns = self._by_ns.setdefault(ns_key, {})
         if key not in ns:
             ns[key] = Selector.nothing()  # matches nothing: no cached answer changes
+            self._changed(ns_key)
 
     def set(self, key: str, selector: Selector) -> None:
         """Record ``key``'s selector; ignored when the key is not registered (upstream)."""
@@ -108,6 +129,7 @@ class SelectorStore:
             ns[key] = selector
             if old is selector:
                 return  # the steady case: parse_selector hands back one object per text
+            self._changed(ns_key)
             cache = self._matches.get(ns_key)
             # (match-nothing and match-everything both print as "")
             changed = old.is_nothing != selector.is_nothing or str(old) != str(selector)
@@ -121,6 +143,7 @@ class SelectorStore:
         if ns is None or key not in ns:
             return
         del ns[key]
+        self._changed(ns_key)
         cache = self._matches.get(ns_key)
         if cache is not None:
             cache.drop_key(key)
@@ -169,3 +192,4 @@ class SelectorStore:
     def clear(self) -> None:
         self._by_ns.clear()
         self._matches.clear()
+        self._versions.clear()  # every namespace empty again, as at version 0
